@@ -1,0 +1,72 @@
+"""The inference face of a policy, as samplers and evaluators use it.
+
+A sampler knows nothing about algorithms: it calls :meth:`Policy.compute_actions` once
+per policy per step on a batch of observations and stores every column the policy
+returns (``actions`` always; e.g. ``action_logp`` and ``vf_preds`` for PPO). Learning
+algorithms, frozen snapshots and scripted players all implement this interface.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import numpy as np
+
+__all__ = ["Policy", "RandomPolicy", "masked_uniform_actions"]
+
+
+def masked_uniform_actions(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One uniformly random legal action per row of an ``[B, A]`` 0/1 mask (vectorised).
+
+    Raises ``ValueError`` if a row has no legal action.
+    """
+    m = np.asarray(mask, dtype=bool)
+    counts = m.sum(axis=1)
+    if (counts == 0).any():
+        raise ValueError(f"action mask row {int(np.argmin(counts))} has no legal action")
+    # k-th legal action, k uniform in [0, count): first index whose cumsum exceeds k.
+    k = (rng.random(len(m)) * counts).astype(np.int64)
+    return (np.cumsum(m, axis=1) > k[:, None]).argmax(axis=1).astype(np.int64)
+
+
+class Policy(ABC):
+    """Batched action selection for one policy id."""
+
+    #: Whether samples produced by this policy may be trained on.
+    learns: bool = False
+
+    @abstractmethod
+    def compute_actions(
+        self, obs: np.ndarray, action_mask: np.ndarray, explore: bool = True
+    ) -> dict[str, np.ndarray]:
+        """Actions for a batch.
+
+        Args:
+            obs: ``float32[B, *obs_shape]``.
+            action_mask: ``int8[B, num_actions]``, 1 for legal actions.
+            explore: sample (True) or act greedily (False).
+
+        Returns:
+            ``{"actions": int64[B], ...}`` plus any per-row columns the algorithm
+            wants stored (all with first dimension ``B``). Never a masked action.
+        """
+
+    def get_weights(self) -> dict[str, np.ndarray]:
+        """Parameters as numpy arrays (empty for parameter-free policies)."""
+        return {}
+
+    def set_weights(self, weights: dict[str, np.ndarray]) -> None:
+        """Load parameters produced by :meth:`get_weights`."""
+
+
+class RandomPolicy(Policy):
+    """Uniformly random legal actions: the evaluation yardstick."""
+
+    def __init__(self, seed: int | None = None) -> None:
+        self._rng = np.random.default_rng(seed)
+
+    def compute_actions(
+        self, obs: np.ndarray, action_mask: np.ndarray, explore: bool = True
+    ) -> dict[str, np.ndarray]:
+        """Uniform over the legal actions of each row."""
+        return {"actions": masked_uniform_actions(action_mask, self._rng)}
