@@ -9,10 +9,13 @@ algorithms, frozen snapshots and scripted players all implement this interface.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 
 import numpy as np
 
-__all__ = ["Policy", "RandomPolicy", "masked_uniform_actions"]
+from league.batch import SampleBatch
+
+__all__ = ["Policy", "PolicyFactory", "RandomPolicy", "RandomPolicyFactory", "masked_uniform_actions"]
 
 
 def masked_uniform_actions(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -70,3 +73,32 @@ class RandomPolicy(Policy):
     ) -> dict[str, np.ndarray]:
         """Uniform over the legal actions of each row."""
         return {"actions": masked_uniform_actions(action_mask, self._rng)}
+
+
+class PolicyFactory(ABC):
+    """What a sampler receives per policy id: builds the inference policy and post-processes
+    that policy's trajectories. Algorithms implement it; samplers only call it."""
+
+    @abstractmethod
+    def make_policy(self, seed: int | None = None, learns: bool = True) -> Policy:
+        """A fresh inference policy (weights arrive later through ``set_weights``)."""
+
+    def postprocess_trajectory(
+        self, traj: SampleBatch, next_step: Mapping[str, np.ndarray] | None
+    ) -> SampleBatch:
+        """One agent's trajectory chunk (one episode, time order) -> batch with the
+        algorithm's extra columns (default: unchanged).
+
+        ``next_step`` is what the policy computed for the state after the chunk's last row
+        (its ``obs`` plus the columns ``compute_actions`` returned, one row each), or
+        ``None`` when the chunk ends in termination (nothing to bootstrap from).
+        """
+        return traj
+
+
+class RandomPolicyFactory(PolicyFactory):
+    """Factory for :class:`RandomPolicy` (never learns)."""
+
+    def make_policy(self, seed: int | None = None, learns: bool = False) -> Policy:
+        """A uniformly random legal-action policy."""
+        return RandomPolicy(seed)

@@ -1,0 +1,23 @@
+"""Algorithms: each module holds one algorithm's config, loss/update, postprocessing and plan fragment."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from league.algos.base import Algorithm
+from league.algos.ppo import PPO, PPOConfig
+from league.envs.base import AgentSpec
+
+__all__ = ["Algorithm", "PPO", "PPOConfig", "ALGORITHMS", "make_algorithm"]
+
+#: Registered algorithms by name.
+ALGORITHMS: dict[str, type[Algorithm]] = {PPO.name: PPO}
+
+
+def make_algorithm(name: str, agent_spec: AgentSpec, config: dict[str, Any] | None = None) -> Algorithm:
+    """The algorithm ``name`` for ``agent_spec``; unknown names raise ``ValueError`` listing the known ones."""
+    try:
+        cls = ALGORITHMS[name]
+    except KeyError:
+        raise ValueError(f"unknown algorithm '{name}'; known: {sorted(ALGORITHMS)}") from None
+    return cls(agent_spec, config)

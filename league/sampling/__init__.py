@@ -1,0 +1,17 @@
+"""Samplers: env copies stepped in lock-step with batched inference, on Ray or in-process."""
+
+from league.sampling.env_runner import EnvFailure, EnvRunner
+from league.sampling.matchups import FixedMatchups, FunctionMatchups, Matchup, MatchupSource, OpponentSampling
+from league.sampling.sampler import Sampler, make_remote_samplers
+
+__all__ = [
+    "Sampler",
+    "make_remote_samplers",
+    "EnvRunner",
+    "EnvFailure",
+    "Matchup",
+    "MatchupSource",
+    "FixedMatchups",
+    "FunctionMatchups",
+    "OpponentSampling",
+]

@@ -1,0 +1,79 @@
+"""The algorithm contract: config, model, inference policy, postprocessing, update, plan.
+
+An :class:`Algorithm` instance describes one policy's algorithm and hyperparameters for
+one agent spec. It is small and picklable: the driver sends it to samplers (as the
+policy's :class:`~league.policy.PolicyFactory`) and to learners (which call
+:meth:`Algorithm.make_model`, :meth:`Algorithm.make_optimizer`, :meth:`Algorithm.learn`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from abc import abstractmethod
+from collections.abc import Mapping
+from typing import Any, ClassVar, TypeVar
+
+import numpy as np
+import torch
+from torch import nn
+
+from league.batch import SampleBatch
+from league.envs.base import AgentSpec
+from league.policy import PolicyFactory
+
+__all__ = ["Algorithm", "config_from_dict", "batch_to_tensors"]
+
+C = TypeVar("C")
+
+
+def config_from_dict(cls: type[C], values: Mapping[str, Any] | None, where: str) -> C:
+    """Build dataclass ``cls`` from a plain mapping; unknown keys raise ``ValueError`` naming them."""
+    values = dict(values or {})
+    known = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ValueError(f"unknown key(s) {unknown} in {where}; known keys: {sorted(known)}")
+    return cls(**values)
+
+
+def batch_to_tensors(batch: SampleBatch, names: list[str], device: torch.device) -> dict[str, torch.Tensor]:
+    """Columns as tensors on ``device`` (zero-copy on CPU; one non-blocking copy on GPU)."""
+    out = {}
+    for n in names:
+        t = torch.from_numpy(np.ascontiguousarray(batch[n]))
+        out[n] = t.to(device, non_blocking=True) if device.type != "cpu" else t
+    return out
+
+
+class Algorithm(PolicyFactory):
+    """Base class of every algorithm (see module docstring)."""
+
+    #: Registered name ("ppo", "dqn", ...).
+    name: ClassVar[str]
+    #: The dataclass holding this algorithm's hyperparameters.
+    config_class: ClassVar[type]
+
+    def __init__(self, agent_spec: AgentSpec, config: Mapping[str, Any] | None = None) -> None:
+        self.agent_spec = agent_spec
+        self.config = config_from_dict(self.config_class, config, f"algo config of '{self.name}'")
+
+    @abstractmethod
+    def make_model(self) -> nn.Module:
+        """A fresh model for this agent spec."""
+
+    def make_optimizer(self, model: nn.Module) -> torch.optim.Optimizer:
+        """Adam with the configured learning rate (override for other optimisers)."""
+        return torch.optim.Adam(model.parameters(), lr=self.config.lr, eps=1e-5)
+
+    @abstractmethod
+    def learn(
+        self, model: nn.Module, optimizer: torch.optim.Optimizer, batch: SampleBatch, rng: np.random.Generator
+    ) -> dict[str, float]:
+        """One training step on ``batch`` (all epochs/minibatches); returns scalar stats."""
+
+    @abstractmethod
+    def plan_fragment(self, rollouts: Any, learner: Any, policy_ids: list[str]) -> Any:
+        """This algorithm's part of a training plan, fed by ``rollouts`` (a LocalIterator of MultiAgentBatch)."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.config})"

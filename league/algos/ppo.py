@@ -1,0 +1,157 @@
+"""Proximal Policy Optimisation (Schulman et al. 2017) with action masking.
+
+Clipped surrogate objective, GAE computed on the sampler, optionally clipped value
+loss, entropy bonus, minibatch SGD epochs and gradient-norm clipping. The whole update
+reads top to bottom in :meth:`PPO.learn`; the training loop is :meth:`PPO.plan_fragment`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from league.algos.base import Algorithm, batch_to_tensors
+from league.algos.models import build_model
+from league.algos.postprocessing import compute_gae
+from league.algos.torch_policy import ActorCriticPolicy, masked_logits
+from league.batch import Columns as C
+from league.batch import SampleBatch
+from league.policy import Policy
+
+__all__ = ["PPOConfig", "PPO"]
+
+
+@dataclass
+class PPOConfig:
+    """PPO hyperparameters (defaults suit small board games)."""
+
+    lr: float = 3e-4
+    gamma: float = 0.99
+    lam: float = 0.95
+    clip_param: float = 0.2
+    vf_clip_param: float | None = 10.0  # None: unclipped value loss
+    vf_coef: float = 0.5
+    entropy_coef: float = 0.01
+    num_epochs: int = 4
+    minibatch_size: int = 512
+    train_batch_size: int = 4000  # agent steps per policy per update
+    max_grad_norm: float = 0.5
+    standardize_advantages: bool = True
+    model: str = "auto"
+    model_kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in ("lr", "num_epochs", "minibatch_size", "train_batch_size", "max_grad_norm"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"ppo.{name} must be positive, got {getattr(self, name)}")
+        if not 0 <= self.gamma <= 1 or not 0 <= self.lam <= 1:
+            raise ValueError(f"ppo.gamma and ppo.lam must lie in [0, 1], got {self.gamma}, {self.lam}")
+
+
+class PPO(Algorithm):
+    """PPO for discrete (optionally masked) actions."""
+
+    name = "ppo"
+    config_class = PPOConfig
+
+    def make_model(self) -> nn.Module:
+        """Actor-critic model chosen by ``config.model``."""
+        spec = self.agent_spec
+        return build_model(self.config.model, spec.obs_shape, spec.num_actions, **self.config.model_kwargs)
+
+    def make_policy(self, seed: int | None = None, learns: bool = True) -> Policy:
+        """Sampler-side policy: stochastic masked actions with logp and value."""
+        return ActorCriticPolicy(self.make_model(), learns=learns, seed=seed)
+
+    def postprocess_trajectory(self, traj: SampleBatch, next_step: Mapping[str, np.ndarray] | None) -> SampleBatch:
+        """Adds ``advantages`` and ``value_targets`` (GAE) to one agent's trajectory chunk,
+        bootstrapping from V(next state) unless the chunk ended in termination."""
+        bootstrap_value = 0.0 if next_step is None else float(next_step[C.VF_PREDS][0])
+        adv, targets = compute_gae(
+            traj[C.REWARDS], traj[C.VF_PREDS], bootstrap_value, self.config.gamma, self.config.lam
+        )
+        traj[C.ADVANTAGES] = adv
+        traj[C.VALUE_TARGETS] = targets
+        return traj
+
+    def learn(
+        self, model: nn.Module, optimizer: torch.optim.Optimizer, batch: SampleBatch, rng: np.random.Generator
+    ) -> dict[str, float]:
+        """``num_epochs`` passes of shuffled minibatch SGD on the clipped PPO loss."""
+        cfg = self.config
+        device = next(model.parameters()).device
+        t = batch_to_tensors(
+            batch,
+            [C.OBS, C.ACTIONS, C.ACTION_MASK, C.ACTION_LOGP, C.VF_PREDS, C.ADVANTAGES, C.VALUE_TARGETS],
+            device,
+        )
+        model.train()
+        sums: dict[str, float] = {}
+        n_updates = 0
+        for _ in range(cfg.num_epochs):
+            order = torch.from_numpy(rng.permutation(len(batch))).to(device)
+            for start in range(0, len(batch), cfg.minibatch_size):
+                mb = {k: v[order[start : start + cfg.minibatch_size]] for k, v in t.items()}
+                loss, stats = self.loss(model, mb)
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                stats["grad_norm"] = nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm).item()
+                optimizer.step()
+                for k, v in stats.items():
+                    sums[k] = sums.get(k, 0.0) + v
+                n_updates += 1
+        model.eval()
+        out = {k: v / max(n_updates, 1) for k, v in sums.items()}
+        out["num_sgd_updates"] = float(n_updates)
+        if not np.isfinite(out.get("total_loss", 0.0)):
+            raise FloatingPointError(f"PPO loss became non-finite: {out}")
+        return out
+
+    def loss(self, model: nn.Module, mb: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, float]]:
+        """Clipped surrogate + (clipped) value loss - entropy bonus on one minibatch."""
+        cfg = self.config
+        adv = mb[C.ADVANTAGES]
+        if cfg.standardize_advantages and len(adv) > 1:
+            adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+
+        logits, values = model(mb[C.OBS])
+        logp_all = torch.log_softmax(masked_logits(logits, mb[C.ACTION_MASK]), dim=-1)
+        logp = logp_all.gather(1, mb[C.ACTIONS].long().unsqueeze(1)).squeeze(1)
+        log_ratio = logp - mb[C.ACTION_LOGP]
+        ratio = log_ratio.exp()
+
+        pg_loss = -torch.min(ratio * adv, ratio.clamp(1 - cfg.clip_param, 1 + cfg.clip_param) * adv).mean()
+        vf_err = (values - mb[C.VALUE_TARGETS]).pow(2)
+        if cfg.vf_clip_param is not None:
+            clipped = mb[C.VF_PREDS] + (values - mb[C.VF_PREDS]).clamp(-cfg.vf_clip_param, cfg.vf_clip_param)
+            vf_err = torch.max(vf_err, (clipped - mb[C.VALUE_TARGETS]).pow(2))
+        vf_loss = 0.5 * vf_err.mean()
+        # Masked actions have probability exactly 0 and a finite logit, so they add 0 here.
+        entropy = -(logp_all.exp() * logp_all).sum(-1).mean()
+        loss = pg_loss + cfg.vf_coef * vf_loss - cfg.entropy_coef * entropy
+
+        with torch.no_grad():
+            stats = {
+                "total_loss": loss.item(),
+                "policy_loss": pg_loss.item(),
+                "vf_loss": vf_loss.item(),
+                "entropy": entropy.item(),
+                "approx_kl": ((ratio - 1) - log_ratio).mean().item(),
+                "clip_frac": ((ratio - 1).abs() > cfg.clip_param).float().mean().item(),
+            }
+        return loss, stats
+
+    def plan_fragment(self, rollouts: Any, learner: Any, policy_ids: list[str]) -> Any:
+        """Rollouts -> SelectExperiences -> ConcatBatches -> TrainOneStep."""
+        from league.flow import ConcatBatches, SelectExperiences, TrainOneStep
+
+        return (
+            rollouts.for_each(SelectExperiences(policy_ids))
+            .combine(ConcatBatches(min_batch_size=self.config.train_batch_size, count="agent_steps"))
+            .for_each(TrainOneStep(learner, policy_ids))
+        )

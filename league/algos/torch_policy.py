@@ -1,0 +1,54 @@
+"""Inference policy for actor-critic models: masked categorical sampling, one forward per batch."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+from league.policy import Policy
+
+__all__ = ["ActorCriticPolicy", "masked_logits", "MASKED_LOGIT"]
+
+#: Logit given to illegal actions: finite (so entropy and log-softmax stay NaN-free) and
+#: far below any real logit (so sampling and argmax never choose it).
+MASKED_LOGIT = -1e9
+
+
+def masked_logits(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """``logits`` with illegal actions (``mask == 0``) pushed to :data:`MASKED_LOGIT`."""
+    return torch.where(mask.bool(), logits, torch.full_like(logits, MASKED_LOGIT))
+
+
+class ActorCriticPolicy(Policy):
+    """Runs a ``(logits, value)`` model on CPU for samplers and evaluators."""
+
+    def __init__(self, model: nn.Module, learns: bool = True, seed: int | None = None) -> None:
+        self.model = model.eval()
+        self.learns = learns
+        self._gen = torch.Generator().manual_seed(seed if seed is not None else torch.seed() % 2**63)
+
+    def compute_actions(
+        self, obs: np.ndarray, action_mask: np.ndarray, explore: bool = True
+    ) -> dict[str, np.ndarray]:
+        """Sample (or argmax) among legal actions; returns actions, action_logp, vf_preds."""
+        with torch.inference_mode():
+            logits, values = self.model(torch.from_numpy(obs))
+            logits = masked_logits(logits, torch.from_numpy(action_mask))
+            logp_all = torch.log_softmax(logits, dim=-1)
+            if explore:
+                # Gumbel-max: one vectorised draw per row, exact categorical sampling.
+                u = torch.rand(logits.shape, generator=self._gen).clamp_(1e-12, 1.0)
+                actions = torch.argmax(logits - torch.log(-torch.log(u)), dim=-1)
+            else:
+                actions = torch.argmax(logits, dim=-1)
+            logp = logp_all.gather(1, actions.unsqueeze(1)).squeeze(1)
+        return {"actions": actions.numpy(), "action_logp": logp.numpy(), "vf_preds": values.numpy()}
+
+    def get_weights(self) -> dict[str, np.ndarray]:
+        """State dict as numpy arrays."""
+        return {k: v.detach().cpu().numpy() for k, v in self.model.state_dict().items()}
+
+    def set_weights(self, weights: dict[str, np.ndarray]) -> None:
+        """Load a state dict of numpy arrays."""
+        self.model.load_state_dict({k: torch.as_tensor(v) for k, v in weights.items()})

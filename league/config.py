@@ -1,0 +1,170 @@
+"""The run configuration: typed sections, validated once, before Ray starts.
+
+Hydra composes ``configs/``; :func:`parse_run_config` turns the resolved plain dict into
+these dataclasses and raises ``ValueError`` naming any unknown key (with its full path),
+unknown env or unknown algorithm. Configs cross actor boundaries as these plain objects,
+never as live ``DictConfig`` s.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from league.algos import ALGORITHMS
+
+__all__ = [
+    "EnvConfig",
+    "AlgoConfig",
+    "SamplerConfig",
+    "LearnerConfig",
+    "LeagueConfig",
+    "EvalConfig",
+    "StopConfig",
+    "RayConfig",
+    "RunConfig",
+    "parse_run_config",
+]
+
+
+@dataclass
+class EnvConfig:
+    """Which environment: a registered short name or a PettingZoo/Gymnasium import path."""
+
+    name: str = "connect_four"
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class AlgoConfig:
+    """Which algorithm, and its hyperparameters (checked against the algorithm's own config)."""
+
+    name: str = "ppo"
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SamplerConfig:
+    """Sampler actors: how many, env copies each, steps per env copy per fragment."""
+
+    num_samplers: int = 2
+    num_envs: int = 16
+    fragment_length: int = 64
+    mode: str = "async"  # ParallelRollouts mode: bulk_sync or async
+    max_consecutive_env_failures: int = 5
+
+
+@dataclass
+class LearnerConfig:
+    """Where policies are updated."""
+
+    device: str = "cpu"
+    num_threads: int = 1
+
+
+@dataclass
+class LeagueConfig:
+    """Self-play league: snapshots of the learning policy and how opponents are drawn."""
+
+    snapshot_interval: int = 5  # iterations between snapshots
+    max_snapshots: int = 20  # oldest dropped beyond this
+    self_play_prob: float = 0.5  # probability of playing the current policy itself
+    opponent_sampling: str = "uniform"  # uniform | pfsp (over snapshots)
+
+
+@dataclass
+class EvalConfig:
+    """Evaluation episodes against a fixed opponent (separate from training)."""
+
+    interval: int = 5  # iterations; 0 disables
+    episodes: int = 100
+    opponent: str = "random"
+
+
+@dataclass
+class StopConfig:
+    """When the run ends (whichever comes first; 0 disables a criterion)."""
+
+    env_steps: int = 2_000_000
+    iterations: int = 0
+    time_s: float = 540.0
+    win_rate: float = 0.0  # stop once eval win rate >= this (0: off)
+
+
+@dataclass
+class RayConfig:
+    """Ray: local by default (``address: null``), or ``auto`` / ``ray://...`` for a cluster."""
+
+    address: str | None = None
+    num_cpus: int | None = None
+    include_dashboard: bool = False
+
+
+@dataclass
+class RunConfig:
+    """A whole training run."""
+
+    env: EnvConfig = field(default_factory=EnvConfig)
+    algo: AlgoConfig = field(default_factory=AlgoConfig)
+    sampler: SamplerConfig = field(default_factory=SamplerConfig)
+    learner: LearnerConfig = field(default_factory=LearnerConfig)
+    league: LeagueConfig = field(default_factory=LeagueConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    stop: StopConfig = field(default_factory=StopConfig)
+    ray: RayConfig = field(default_factory=RayConfig)
+    seed: int = 0
+    checkpoint_dir: str = "checkpoints"
+    verbose: bool = True
+
+
+def _build(cls: type, values: Any, path: str) -> Any:
+    if not isinstance(values, dict):
+        raise ValueError(f"config '{path}' must be a mapping, got {values!r}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - set(fields))
+    if unknown:
+        where = f"'{path}'" if path else "the top level"
+        raise ValueError(f"unknown config key(s) {[f'{path}.{k}'.lstrip('.') for k in unknown]} at {where}; known: {sorted(fields)}")
+    kwargs = {}
+    for name, value in values.items():
+        sub = fields[name].default_factory if fields[name].default_factory is not dataclasses.MISSING else None
+        if sub is not None and dataclasses.is_dataclass(sub):
+            kwargs[name] = _build(sub, value, f"{path}.{name}".lstrip("."))
+        else:
+            kwargs[name] = value
+    return cls(**kwargs)
+
+
+def parse_run_config(values: dict[str, Any]) -> RunConfig:
+    """Validate a resolved config dict: keys, value ranges, env name and algorithm name/params."""
+    cfg: RunConfig = _build(RunConfig, values, "")
+    if cfg.algo.name not in ALGORITHMS:
+        raise ValueError(f"unknown algorithm '{cfg.algo.name}' (algo.name); known: {sorted(ALGORITHMS)}")
+    from league.envs import make_env
+
+    try:
+        env = make_env(cfg.env.name, **cfg.env.kwargs)
+    except ValueError:
+        raise
+    except TypeError as err:
+        raise ValueError(f"env '{cfg.env.name}' rejected env.kwargs {cfg.env.kwargs}: {err}") from err
+    try:
+        spec = env.spec(env.possible_agents[0])
+    finally:
+        env.close()
+    # The algorithm validates its own hyperparameters (unknown keys, ranges).
+    ALGORITHMS[cfg.algo.name](spec, cfg.algo.params)
+    s = cfg.sampler
+    for name in ("num_samplers", "num_envs", "fragment_length"):
+        if getattr(s, name) < 1:
+            raise ValueError(f"sampler.{name} must be >= 1, got {getattr(s, name)}")
+    if s.mode not in ("bulk_sync", "async"):
+        raise ValueError(f"sampler.mode must be 'bulk_sync' or 'async', got '{s.mode}'")
+    if cfg.league.opponent_sampling not in ("uniform", "pfsp"):
+        raise ValueError(f"league.opponent_sampling must be 'uniform' or 'pfsp', got '{cfg.league.opponent_sampling}'")
+    if not 0.0 <= cfg.league.self_play_prob <= 1.0:
+        raise ValueError(f"league.self_play_prob must lie in [0, 1], got {cfg.league.self_play_prob}")
+    if cfg.eval.opponent != "random":
+        raise ValueError(f"eval.opponent '{cfg.eval.opponent}' is not supported (known: random)")
+    return cfg

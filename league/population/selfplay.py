@@ -1,0 +1,93 @@
+"""Self-play with a pool of frozen snapshots: the simplest league recipe.
+
+One learning policy (``main``) plays itself with probability ``self_play_prob`` and
+otherwise a frozen snapshot of its past versions, drawn uniformly or by PFSP from the
+payoff table. The pool turns this into a :class:`~league.sampling.OpponentSampling`
+matchup source for samplers, and records training outcomes in the payoff table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from league.population.matchmaking import Matchmaker, PFSPMatchmaker, UniformFSPMatchmaker
+from league.population.payoff import PayoffTable
+from league.sampling.matchups import OpponentSampling
+
+__all__ = ["Snapshot", "SelfPlayPool"]
+
+
+@dataclass
+class Snapshot:
+    """A frozen copy of the learning policy."""
+
+    policy_id: str
+    iteration: int
+    weights: dict[str, np.ndarray]
+
+
+class SelfPlayPool:
+    """Snapshots of one learning policy and the opponent distribution over them."""
+
+    def __init__(
+        self,
+        main: str = "main",
+        self_play_prob: float = 0.5,
+        max_snapshots: int = 20,
+        opponent_sampling: str = "uniform",
+        payoff: PayoffTable | None = None,
+    ) -> None:
+        if max_snapshots < 1:
+            raise ValueError(f"max_snapshots must be >= 1, got {max_snapshots}")
+        self.main = main
+        self.self_play_prob = float(self_play_prob)
+        self.max_snapshots = max_snapshots
+        self.matchmaker: Matchmaker = {"uniform": UniformFSPMatchmaker, "pfsp": PFSPMatchmaker}[opponent_sampling]()
+        self.payoff = payoff or PayoffTable(decay=0.99, min_games=5)
+        self.snapshots: list[Snapshot] = []
+        self._version = 0
+
+    def add_snapshot(self, weights: Mapping[str, np.ndarray], iteration: int) -> tuple[Snapshot, Snapshot | None]:
+        """Freeze ``weights`` as a new snapshot; returns it and the evicted oldest one (or None)."""
+        self._version += 1
+        snap = Snapshot(f"{self.main}@v{self._version}", iteration, {k: np.array(v, copy=True) for k, v in weights.items()})
+        self.snapshots.append(snap)
+        evicted = self.snapshots.pop(0) if len(self.snapshots) > self.max_snapshots else None
+        return snap, evicted
+
+    def opponent_probabilities(self) -> dict[str, float]:
+        """Policy id -> probability of being the next training opponent."""
+        if not self.snapshots:
+            return {self.main: 1.0}
+        ids = [s.policy_id for s in self.snapshots]
+        probs = self.matchmaker.probabilities(self.main, ids, self.payoff)
+        out = {self.main: self.self_play_prob}
+        for pid, p in zip(ids, probs):
+            out[pid] = (1.0 - self.self_play_prob) * float(p)
+        return out
+
+    def matchups(self) -> OpponentSampling:
+        """The matchup source samplers should use now."""
+        return OpponentSampling(self.main, self.opponent_probabilities())
+
+    def record(self, episodes: Iterable[Mapping[str, Any]]) -> None:
+        """Update the payoff table from sampler episode stats (main vs a snapshot only)."""
+        for ep in episodes:
+            seats = ep["policies"]
+            main_seats = [a for a, p in seats.items() if p == self.main]
+            others = [a for a, p in seats.items() if p != self.main]
+            if len(main_seats) == 1 and len(others) == 1:
+                self.payoff.update(self.main, seats[others[0]], ep["outcome"][main_seats[0]])
+
+    def state(self) -> dict[str, Any]:
+        """JSON-able description (weights are saved separately by the trainer)."""
+        return {
+            "main": self.main,
+            "version": self._version,
+            "snapshots": [{"policy_id": s.policy_id, "iteration": s.iteration} for s in self.snapshots],
+            "payoff": self.payoff.to_dict(),
+        }

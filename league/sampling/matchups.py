@@ -1,0 +1,87 @@
+"""Who plays whom: per-episode policy assignment for samplers.
+
+A :class:`MatchupSource` is asked once per episode (never per step) for a
+:class:`Matchup`: which policy controls each agent, and which seats learn from the
+episode. Sources are small picklable objects; the driver (or the league) replaces a
+sampler's source whenever the opponent distribution changes.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Matchup", "MatchupSource", "FixedMatchups", "FunctionMatchups", "OpponentSampling"]
+
+
+@dataclass(frozen=True)
+class Matchup:
+    """Policy per agent for one episode; ``learning_agents`` None means every seat may learn."""
+
+    policies: Mapping[str, str]
+    learning_agents: frozenset[str] | None = None
+
+    def learns(self, agent: str) -> bool:
+        """Whether samples of ``agent`` in this episode may reach a learner."""
+        return self.learning_agents is None or agent in self.learning_agents
+
+
+class MatchupSource(ABC):
+    """Chooses a :class:`Matchup` per episode."""
+
+    @abstractmethod
+    def next_matchup(self, agents: Sequence[str], episode_index: int, rng: np.random.Generator) -> Matchup:
+        """The matchup for the next episode of an env whose agents are ``agents``."""
+
+
+class FixedMatchups(MatchupSource):
+    """The same agent -> policy mapping every episode."""
+
+    def __init__(self, policies: Mapping[str, str]) -> None:
+        self.policies = dict(policies)
+
+    def next_matchup(self, agents: Sequence[str], episode_index: int, rng: np.random.Generator) -> Matchup:
+        """``policies`` for every episode (all agents must be mapped)."""
+        missing = [a for a in agents if a not in self.policies]
+        if missing:
+            raise ValueError(f"FixedMatchups has no policy for agent(s) {missing}")
+        return Matchup(self.policies)
+
+
+class FunctionMatchups(MatchupSource):
+    """RLlib-style mapping: a callable ``(agent_id, episode_index) -> policy_id``, called per episode."""
+
+    def __init__(self, fn: Callable[[str, int], str]) -> None:
+        self.fn = fn
+
+    def next_matchup(self, agents: Sequence[str], episode_index: int, rng: np.random.Generator) -> Matchup:
+        """Calls ``fn`` once per agent at the start of the episode."""
+        return Matchup({a: self.fn(a, episode_index) for a in agents})
+
+
+class OpponentSampling(MatchupSource):
+    """Self-play: the learning policy takes a random seat; every other seat gets an opponent
+    drawn from ``opponents`` (policy id -> probability). Only the learner's seat learns,
+    except when it plays itself, where both seats do."""
+
+    def __init__(self, learner: str, opponents: Mapping[str, float]) -> None:
+        if not opponents:
+            raise ValueError("OpponentSampling needs at least one opponent")
+        probs = np.asarray(list(opponents.values()), dtype=np.float64)
+        if (probs < 0).any() or not np.isfinite(probs).all() or probs.sum() <= 0:
+            raise ValueError(f"opponent probabilities must be finite, >= 0 and not all 0: {dict(opponents)}")
+        self.learner = learner
+        self.opponent_ids = list(opponents)
+        self.probs = probs / probs.sum()
+
+    def next_matchup(self, agents: Sequence[str], episode_index: int, rng: np.random.Generator) -> Matchup:
+        """Random seat for the learner, sampled opponents elsewhere."""
+        seat = agents[int(rng.integers(len(agents)))]
+        policies = {}
+        for a in agents:
+            policies[a] = self.learner if a == seat else self.opponent_ids[int(rng.choice(len(self.probs), p=self.probs))]
+        learning = frozenset(a for a, p in policies.items() if p == self.learner)
+        return Matchup(policies, learning)

@@ -1,0 +1,180 @@
+"""The sampler: a Ray actor (or plain object) producing :class:`MultiAgentBatch` fragments.
+
+``Sampler`` holds the inference copies of policies, an :class:`EnvRunner` for training
+rollouts and another for evaluation episodes. Narrow interface, as the dataflow
+operators expect: :meth:`sample`, :meth:`set_weights`, :meth:`pop_episode_stats`, plus
+policy membership and matchup control for the league. Use ``ray.remote(Sampler)`` to run
+it as an actor (see :func:`make_remote_samplers`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from league.batch import MultiAgentBatch, SampleBatch
+from league.envs import make_env
+from league.envs.base import AgentSpec
+from league.policy import Policy, PolicyFactory
+from league.sampling.env_runner import EnvRunner
+from league.sampling.matchups import MatchupSource
+
+__all__ = ["Sampler", "make_remote_samplers"]
+
+
+class _EnvFactory:
+    """Picklable ``() -> MultiAgentEnv`` for one env name and kwargs."""
+
+    def __init__(self, name: str, kwargs: Mapping[str, Any]) -> None:
+        self.name, self.kwargs = name, dict(kwargs)
+
+    def __call__(self):
+        return make_env(self.name, **self.kwargs)
+
+
+class Sampler:
+    """Runs ``num_envs`` env copies in lock-step and returns fragments of ``fragment_length``
+    steps per env copy (so ``num_envs * fragment_length`` env steps per :meth:`sample`)."""
+
+    def __init__(
+        self,
+        env: str,
+        env_kwargs: Mapping[str, Any] | None = None,
+        policies: Mapping[str, PolicyFactory] | None = None,
+        matchups: MatchupSource | None = None,
+        num_envs: int = 8,
+        fragment_length: int = 64,
+        seed: int = 0,
+        worker_index: int = 0,
+        frozen: tuple[str, ...] = (),
+        max_consecutive_env_failures: int = 5,
+        torch_threads: int = 1,
+    ) -> None:
+        import torch
+
+        torch.set_num_threads(torch_threads)  # samplers are one-core workers
+        if fragment_length < 1:
+            raise ValueError(f"fragment_length must be >= 1, got {fragment_length}")
+        self._env_fn = _EnvFactory(env, env_kwargs or {})
+        self._env_name = env
+        self.fragment_length = fragment_length
+        self.num_envs = num_envs
+        self._seed = seed
+        self._rng = np.random.default_rng([seed, worker_index])
+        self._worker_index = worker_index
+        self._factories: dict[str, PolicyFactory] = {}
+        self._policies: dict[str, Policy] = {}
+        for pid, factory in (policies or {}).items():
+            self.add_policy(pid, factory, learns=pid not in frozen)
+        if matchups is None:
+            raise ValueError("Sampler needs a MatchupSource (who plays which agent)")
+        self._max_failures = max_consecutive_env_failures
+        self._runner = self._make_runner(matchups, record=True, id_base=(2 * worker_index) << 40)
+        self._eval_runner: EnvRunner | None = None
+
+    def _make_runner(self, matchups: MatchupSource, record: bool, id_base: int, num_envs: int | None = None) -> EnvRunner:
+        return EnvRunner(
+            self._env_fn,
+            num_envs or self.num_envs,
+            self._policies,
+            self._factories,
+            matchups,
+            self._rng,
+            record=record,
+            env_name=self._env_name,
+            max_consecutive_env_failures=self._max_failures,
+            episode_id_base=id_base,
+        )
+
+    # Data -----------------------------------------------------------------------
+    def sample(self) -> MultiAgentBatch:
+        """One fragment: per learning policy, the postprocessed rows completed in it."""
+        steps = 0
+        for _ in range(self.fragment_length):
+            steps += self._runner.step(explore=True)
+        chunks = self._runner.drain()
+        return MultiAgentBatch({pid: SampleBatch.concat(c) for pid, c in chunks.items()}, steps)
+
+    def pop_episode_stats(self) -> list[dict]:
+        """Statistics of training episodes finished since the last call."""
+        stats, self._runner.episode_stats = self._runner.episode_stats, []
+        return stats
+
+    def evaluate(self, num_episodes: int, matchups: MatchupSource, explore: bool = False) -> list[dict]:
+        """Play ``num_episodes`` evaluation episodes (separate env copies, nothing recorded).
+
+        Every env copy plays a fixed quota of episodes so short episodes are not over-counted.
+        """
+        n_envs = max(1, min(self.num_envs, num_episodes))
+        if self._eval_runner is None or len(self._eval_runner.active) != n_envs:
+            self._eval_runner = self._make_runner(matchups, record=False, id_base=(2 * self._worker_index + 1) << 40, num_envs=n_envs)
+        runner = self._eval_runner
+        runner.matchups = matchups
+        runner.reset_all()
+        runner.episode_stats = []
+        quota = [num_episodes // n_envs + (1 if i < num_episodes % n_envs else 0) for i in range(n_envs)]
+        while any(runner.active):
+            runner.step(explore=explore)
+            for i in range(n_envs):
+                if runner.episodes_completed[i] >= quota[i]:
+                    runner.active[i] = False
+        stats, runner.episode_stats = runner.episode_stats, []
+        return stats
+
+    # Policies and matchups ------------------------------------------------------
+    def set_weights(self, weights: Mapping[str, Mapping[str, np.ndarray]]) -> None:
+        """Load weights for the given policy ids (all must be known)."""
+        for pid, w in weights.items():
+            if pid not in self._policies:
+                raise KeyError(f"sampler has no policy '{pid}' (known: {sorted(self._policies)})")
+            self._policies[pid].set_weights(dict(w))
+
+    def add_policy(
+        self, policy_id: str, factory: PolicyFactory, weights: Mapping[str, np.ndarray] | None = None, learns: bool = True
+    ) -> None:
+        """Add (or replace) a policy, e.g. a new league snapshot (``learns=False``)."""
+        policy = factory.make_policy(seed=int(self._rng.integers(2**31)), learns=learns)
+        if weights is not None:
+            policy.set_weights(dict(weights))
+        self._factories[policy_id] = factory
+        self._policies[policy_id] = policy
+
+    def remove_policy(self, policy_id: str) -> None:
+        """Forget a policy (it must no longer appear in the matchup source)."""
+        self._policies.pop(policy_id, None)
+        self._factories.pop(policy_id, None)
+
+    def policy_ids(self) -> list[str]:
+        """Known policy ids."""
+        return list(self._policies)
+
+    def set_matchups(self, matchups: MatchupSource) -> None:
+        """Use ``matchups`` from the next episode on (episodes in progress keep theirs)."""
+        self._runner.matchups = matchups
+
+    def agent_specs(self) -> dict[str, AgentSpec]:
+        """The env's agent specs (for building policies on the driver)."""
+        env = self._env_fn()
+        try:
+            return {a: env.spec(a) for a in env.possible_agents}
+        finally:
+            env.close()
+
+    def num_env_failures(self) -> int:
+        """Env crashes survived so far (each cost one episode)."""
+        return self._runner.num_env_failures
+
+    def ping(self) -> bool:
+        """Liveness check."""
+        return True
+
+
+def make_remote_samplers(num_samplers: int, **sampler_kwargs: Any) -> list[Any]:
+    """``num_samplers`` Ray actors running :class:`Sampler` (one CPU each, restartable)."""
+    import ray
+
+    actor_cls = ray.remote(num_cpus=1, max_restarts=3)(Sampler)
+    base_seed = sampler_kwargs.pop("seed", 0)
+    return [actor_cls.remote(seed=base_seed, worker_index=i, **sampler_kwargs) for i in range(num_samplers)]
