@@ -52,6 +52,7 @@ class SamplerConfig:
     num_envs: int = 16
     fragment_length: int = 64
     mode: str = "async"  # ParallelRollouts mode: bulk_sync or async
+    num_cpus: float = 1.0  # Ray CPUs reserved per sampler actor
     max_consecutive_env_failures: int = 5
 
 

@@ -78,6 +78,7 @@ class Trainer:
         )
         self.samplers = make_remote_samplers(
             cfg.sampler.num_samplers,
+            num_cpus=cfg.sampler.num_cpus,
             env=cfg.env.name,
             env_kwargs=cfg.env.kwargs,
             policies={MAIN: self.algorithm, EVAL_OPPONENT: RandomPolicyFactory()},
@@ -120,7 +121,7 @@ class Trainer:
         import ray
 
         t0 = time.perf_counter()
-        result = next(self.plan)
+        next(self.plan)
         self.iteration += 1
         metrics = self.plan.metrics.snapshot() if hasattr(self.plan, "metrics") else {}
         counters = metrics.get("counters", {})
@@ -142,7 +143,7 @@ class Trainer:
             self._start_eval()
         self._collect_eval(block=False)
 
-        learner_stats = _learner_stats(result)
+        learner_stats = metrics.get("learner", {}).get(MAIN, {})
         row = {
             "iteration": self.iteration,
             "env_steps": self._env_steps,
@@ -153,6 +154,7 @@ class Trainer:
             "win_rate_vs_random": self._last_win_rate,
             "snapshots": len(self.pool.snapshots),
             **{f"main/{k}": round(v, 5) for k, v in learner_stats.items()},
+            "operators": metrics.get("operators", {}),
         }
         self.history.append(row)
         if self.cfg.verbose:
@@ -249,16 +251,3 @@ class Trainer:
 
         for s in getattr(self, "samplers", []):
             ray.kill(s)
-
-
-def _learner_stats(result: Any) -> dict[str, float]:
-    """Pull ``main``'s learner stats out of whatever the plan's last operator yielded."""
-    if isinstance(result, dict):
-        if MAIN in result and isinstance(result[MAIN], dict):
-            return {k: float(v) for k, v in result[MAIN].items() if isinstance(v, (int, float))}
-        for v in result.values():
-            if isinstance(v, dict):
-                found = _learner_stats(v)
-                if found:
-                    return found
-    return {}

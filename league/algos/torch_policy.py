@@ -51,4 +51,4 @@ class ActorCriticPolicy(Policy):
 
     def set_weights(self, weights: dict[str, np.ndarray]) -> None:
         """Load a state dict of numpy arrays."""
-        self.model.load_state_dict({k: torch.as_tensor(v) for k, v in weights.items()})
+        self.model.load_state_dict({k: torch.tensor(v) for k, v in weights.items()})

@@ -61,7 +61,7 @@ class Learner:
         torch.manual_seed(self._seed + len(self._policies))
         model = algorithm.make_model().to(self.device)
         if weights is not None:
-            model.load_state_dict({k: torch.as_tensor(v) for k, v in weights.items()})
+            model.load_state_dict({k: torch.tensor(v) for k, v in weights.items()})
         optimizer = None if frozen else algorithm.make_optimizer(model)
         rng = np.random.default_rng([self._seed, len(self._policies)])
         self._policies[policy_id] = HostedPolicy(algorithm, model, optimizer, rng)
@@ -106,7 +106,7 @@ class Learner:
     def set_weights(self, weights: dict[str, dict[str, np.ndarray]]) -> None:
         """Load per-policy numpy state dicts."""
         for pid, w in weights.items():
-            self._require(pid).model.load_state_dict({k: torch.as_tensor(v) for k, v in w.items()})
+            self._require(pid).model.load_state_dict({k: torch.tensor(v) for k, v in w.items()})
 
     def get_state(self, policy_id: str) -> bytes:
         """Model and optimiser state of one policy, serialised with ``torch.save`` (tensors only)."""

@@ -166,15 +166,20 @@ class Sampler:
         """Env crashes survived so far (each cost one episode)."""
         return self._runner.num_env_failures
 
+    def get_weights(self, policy_ids: list[str] | None = None) -> dict[str, dict[str, np.ndarray]]:
+        """Weights the sampler currently acts with (to check they match the learner's)."""
+        ids = self.policy_ids() if policy_ids is None else policy_ids
+        return {pid: self._policies[pid].get_weights() for pid in ids}
+
     def ping(self) -> bool:
         """Liveness check."""
         return True
 
 
-def make_remote_samplers(num_samplers: int, **sampler_kwargs: Any) -> list[Any]:
-    """``num_samplers`` Ray actors running :class:`Sampler` (one CPU each, restartable)."""
+def make_remote_samplers(num_samplers: int, num_cpus: float = 1, **sampler_kwargs: Any) -> list[Any]:
+    """``num_samplers`` Ray actors running :class:`Sampler` (``num_cpus`` each, restartable)."""
     import ray
 
-    actor_cls = ray.remote(num_cpus=1, max_restarts=3)(Sampler)
+    actor_cls = ray.remote(num_cpus=num_cpus, max_restarts=3)(Sampler)
     base_seed = sampler_kwargs.pop("seed", 0)
     return [actor_cls.remote(seed=base_seed, worker_index=i, **sampler_kwargs) for i in range(num_samplers)]

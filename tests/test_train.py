@@ -1,0 +1,93 @@
+"""End to end: a PPO plan learns CartPole in-process; the self-play trainer runs on Ray."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from league.algos import make_algorithm
+from league.config import parse_run_config
+from league.envs import make_env
+from league.flow import ParallelRollouts
+from league.learn import Learner
+from league.sampling import FixedMatchups, Sampler
+
+
+def _mean_return(sampler: Sampler) -> float:
+    eps = sampler.pop_episode_stats()
+    return float(np.mean([e["returns"]["agent_0"] for e in eps])) if eps else float("nan")
+
+
+@pytest.mark.slow
+def test_ppo_plan_learns_cartpole_in_process():
+    torch.manual_seed(0)
+    env = make_env("cartpole")
+    spec = env.spec("agent_0")
+    algo = make_algorithm(
+        "ppo",
+        spec,
+        {"model": "mlp", "lr": 1e-3, "train_batch_size": 2048, "minibatch_size": 256, "num_epochs": 6, "entropy_coef": 0.0},
+    )
+    sampler = Sampler(
+        "cartpole", policies={"main": algo}, matchups=FixedMatchups({"agent_0": "main"}), num_envs=8, fragment_length=64, seed=0
+    )
+    learner = Learner(seed=0)
+    learner.add_policy("main", algo)
+    sampler.set_weights(learner.get_weights())
+
+    from league.flow import BroadcastWeights
+
+    plan = algo.plan_fragment(ParallelRollouts([sampler], mode="bulk_sync"), learner, ["main"]).for_each(
+        BroadcastWeights(learner, [sampler], ["main"])
+    )
+    next(plan)
+    before = _mean_return(sampler)
+    for _ in range(20):
+        next(plan)
+    sampler.pop_episode_stats()
+    next(plan)
+    after = _mean_return(sampler)
+    assert after > max(2.5 * before, 100.0), (before, after)
+
+
+@pytest.mark.ray
+def test_selfplay_trainer_runs_two_iterations_on_ray(ray_session, tmp_path):
+    from league.trainer import MAIN, Trainer
+
+    cfg = parse_run_config(
+        {
+            "algo": {"name": "ppo", "params": {"train_batch_size": 300, "minibatch_size": 100, "num_epochs": 2}},
+            "sampler": {"num_samplers": 2, "num_envs": 4, "fragment_length": 40, "num_cpus": 0, "mode": "bulk_sync"},
+            "league": {"snapshot_interval": 1},
+            "eval": {"interval": 1, "episodes": 10},
+            "stop": {"iterations": 2, "time_s": 0, "env_steps": 0},
+            "verbose": False,
+        }
+    )
+    trainer = Trainer(cfg, tmp_path)
+    try:
+        summary = trainer.train()
+        assert summary["iterations"] == 2
+        assert summary["env_steps"] >= 2 * 300 / 2  # self-play: up to 2 agent steps per env step... at least half
+        assert summary["final_win_rate_vs_random"] is not None
+        assert len(trainer.pool.snapshots) == 2
+        # The samplers act with exactly the learner's weights after the broadcast.
+        learner_w = trainer.learner.get_weights([MAIN])[MAIN]
+        for s in trainer.samplers:
+            sampler_w = ray_session.get(s.get_weights.remote([MAIN]))[MAIN]
+            for k, v in learner_w.items():
+                np.testing.assert_array_equal(sampler_w[k], v)
+        # Snapshots are loaded on samplers as frozen policies.
+        assert set(ray_session.get(trainer.samplers[0].policy_ids.remote())) >= {MAIN, "random", "main@v1", "main@v2"}
+    finally:
+        trainer.close()
+    ckpt = tmp_path / "checkpoints" / "final"
+    assert (ckpt / "policies.pt").is_file() and (ckpt / "learner_main.pt").is_file()
+    policies = torch.load(ckpt / "policies.pt", weights_only=True)
+    assert set(policies) == {MAIN, "main@v1", "main@v2"}
+    league_state = json.loads((ckpt / "league.json").read_text())
+    assert league_state["iteration"] == 2
+    assert json.loads((tmp_path / "summary.json").read_text())["iterations"] == 2
