@@ -139,7 +139,9 @@ def test_learn_reduces_loss_and_raises_policy_probability_of_advantaged_action()
             C.VALUE_TARGETS: np.ones(n, np.float32),
         }
     )
-    stats = algo.learn(model, opt, batch, rng)
+    from league.algos.base import PolicyState
+
+    stats = algo.learn(PolicyState(model, opt, rng), batch)
     assert stats["num_sgd_updates"] == 20 * 4
     with torch.no_grad():
         logits, values = model(torch.from_numpy(obs))

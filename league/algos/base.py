@@ -9,6 +9,7 @@ policy's :class:`~league.policy.PolicyFactory`) and to learners (which call
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass, field
 from abc import abstractmethod
 from collections.abc import Mapping
 from typing import Any, ClassVar, TypeVar
@@ -21,7 +22,7 @@ from league.batch import SampleBatch
 from league.envs.base import AgentSpec
 from league.policy import PolicyFactory
 
-__all__ = ["Algorithm", "config_from_dict", "batch_to_tensors"]
+__all__ = ["Algorithm", "PolicyState", "config_from_dict", "batch_to_tensors"]
 
 C = TypeVar("C")
 
@@ -45,6 +46,27 @@ def batch_to_tensors(batch: SampleBatch, names: list[str], device: torch.device)
     return out
 
 
+@dataclass
+class PolicyState:
+    """Everything a learner holds for one policy.
+
+    ``optimizer`` is ``None`` for frozen policies (inference only, no optimiser state).
+    ``extra`` holds algorithm-specific learner-side state (e.g. DQN's target network),
+    created by :meth:`Algorithm.init_extra_state`.
+    """
+
+    model: nn.Module
+    optimizer: torch.optim.Optimizer | None
+    rng: np.random.Generator
+    extra: dict[str, Any] = field(default_factory=dict)
+    num_updates: int = 0
+
+    @property
+    def frozen(self) -> bool:
+        """Frozen policies serve inference only."""
+        return self.optimizer is None
+
+
 class Algorithm(PolicyFactory):
     """Base class of every algorithm (see module docstring)."""
 
@@ -65,11 +87,29 @@ class Algorithm(PolicyFactory):
         """Adam with the configured learning rate (override for other optimisers)."""
         return torch.optim.Adam(model.parameters(), lr=self.config.lr, eps=1e-5)
 
+    def init_extra_state(self, model: nn.Module) -> dict[str, Any]:
+        """Algorithm-specific learner state for a new policy (default: none)."""
+        return {}
+
     @abstractmethod
-    def learn(
-        self, model: nn.Module, optimizer: torch.optim.Optimizer, batch: SampleBatch, rng: np.random.Generator
-    ) -> dict[str, float]:
+    def learn(self, state: PolicyState, batch: SampleBatch) -> dict[str, float]:
         """One training step on ``batch`` (all epochs/minibatches); returns scalar stats."""
+
+    def compute_gradients(self, state: PolicyState, batch: SampleBatch) -> tuple[list[np.ndarray], dict[str, float]]:
+        """Gradients of this algorithm's loss on ``batch`` (for A3C-style plans)."""
+        raise NotImplementedError(f"algorithm '{self.name}' does not support compute_gradients")
+
+    def apply_gradients(self, state: PolicyState, grads: list[np.ndarray]) -> None:
+        """Apply gradients from :meth:`compute_gradients` with the policy's optimiser."""
+        params = [p for p in state.model.parameters() if p.requires_grad]
+        if len(grads) != len(params):
+            raise ValueError(f"got {len(grads)} gradients for {len(params)} parameters")
+        for p, g in zip(params, grads):
+            p.grad = torch.as_tensor(g, device=p.device).reshape(p.shape)
+        state.optimizer.step()
+
+    def update_target(self, state: PolicyState) -> None:
+        """Refresh target networks (a no-op for algorithms without one)."""
 
     @abstractmethod
     def plan_fragment(self, rollouts: Any, learner: Any, policy_ids: list[str]) -> Any:

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from league.algos.base import Algorithm, batch_to_tensors
+from league.algos.base import Algorithm, PolicyState, batch_to_tensors
 from league.algos.models import build_model
 from league.algos.postprocessing import compute_gae
 from league.algos.torch_policy import ActorCriticPolicy, masked_logits
@@ -79,11 +79,10 @@ class PPO(Algorithm):
         traj[C.VALUE_TARGETS] = targets
         return traj
 
-    def learn(
-        self, model: nn.Module, optimizer: torch.optim.Optimizer, batch: SampleBatch, rng: np.random.Generator
-    ) -> dict[str, float]:
+    def learn(self, state: PolicyState, batch: SampleBatch) -> dict[str, float]:
         """``num_epochs`` passes of shuffled minibatch SGD on the clipped PPO loss."""
         cfg = self.config
+        model, optimizer, rng = state.model, state.optimizer, state.rng
         device = next(model.parameters()).device
         t = batch_to_tensors(
             batch,

@@ -1,5 +1,5 @@
 """Learners: policies on devices, updated from batches."""
 
-from league.learn.learner import HostedPolicy, Learner
+from league.learn.learner import Learner
 
-__all__ = ["Learner", "HostedPolicy"]
+__all__ = ["Learner"]

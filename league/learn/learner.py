@@ -7,32 +7,14 @@ actor (``ray.remote(Learner)``, see :mod:`league.learn.placement`); nothing here
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass
-
 import numpy as np
 import torch
 from torch import nn
 
-from league.algos.base import Algorithm
+from league.algos.base import Algorithm, PolicyState
 from league.batch import MultiAgentBatch
 
-__all__ = ["Learner", "HostedPolicy"]
-
-
-@dataclass
-class HostedPolicy:
-    """One policy held by a learner: its algorithm, model and optimiser (``None`` when frozen)."""
-
-    algorithm: Algorithm
-    model: nn.Module
-    optimizer: torch.optim.Optimizer | None
-    rng: np.random.Generator
-    num_updates: int = 0
-
-    @property
-    def frozen(self) -> bool:
-        """Frozen policies serve inference only and hold no optimiser state."""
-        return self.optimizer is None
+__all__ = ["Learner"]
 
 
 class Learner:
@@ -45,7 +27,8 @@ class Learner:
         if num_threads:
             torch.set_num_threads(num_threads)
         self._seed = seed
-        self._policies: dict[str, HostedPolicy] = {}
+        self._policies: dict[str, PolicyState] = {}
+        self._algorithms: dict[str, Algorithm] = {}
 
     # Membership ---------------------------------------------------------------
     def add_policy(
@@ -64,12 +47,13 @@ class Learner:
             model.load_state_dict({k: torch.tensor(v) for k, v in weights.items()})
         optimizer = None if frozen else algorithm.make_optimizer(model)
         rng = np.random.default_rng([self._seed, len(self._policies)])
-        self._policies[policy_id] = HostedPolicy(algorithm, model, optimizer, rng)
+        self._algorithms[policy_id] = algorithm
+        self._policies[policy_id] = PolicyState(model, optimizer, rng, algorithm.init_extra_state(model))
 
     def remove_policy(self, policy_id: str) -> None:
         """Drop a policy and its optimiser state."""
         self._require(policy_id)
-        del self._policies[policy_id]
+        del self._policies[policy_id], self._algorithms[policy_id]
 
     def policy_ids(self) -> list[str]:
         """Hosted policy ids, in insertion order."""
@@ -90,9 +74,38 @@ class Learner:
             hosted = self._require(pid)
             if hosted.frozen or pid not in batch.policy_batches or len(batch[pid]) == 0:
                 continue
-            stats[pid] = hosted.algorithm.learn(hosted.model, hosted.optimizer, batch[pid], hosted.rng)
+            stats[pid] = self._algorithms[pid].learn(hosted, batch[pid])
             hosted.num_updates += 1
         return stats
+
+    def compute_gradients(self, batch: MultiAgentBatch, policy_ids: list[str] | None = None) -> dict[str, list[np.ndarray]]:
+        """Per-policy gradients (numpy) of each trainable policy's loss on its part of ``batch``."""
+        wanted = self.policy_ids() if policy_ids is None else policy_ids
+        grads: dict[str, list[np.ndarray]] = {}
+        for pid in wanted:
+            hosted = self._require(pid)
+            if not hosted.frozen and pid in batch.policy_batches and len(batch[pid]):
+                grads[pid], _ = self._algorithms[pid].compute_gradients(hosted, batch[pid])
+        return grads
+
+    def apply_gradients(self, grads: dict[str, list[np.ndarray]]) -> None:
+        """Apply per-policy gradients from :meth:`compute_gradients` (of this or another learner)."""
+        for pid, g in grads.items():
+            hosted = self._require(pid)
+            if hosted.frozen:
+                raise ValueError(f"policy '{pid}' is frozen: it takes no gradients")
+            self._algorithms[pid].apply_gradients(hosted, g)
+            hosted.num_updates += 1
+
+    def update_target(self, policy_ids: list[str] | None = None) -> None:
+        """Refresh target networks of the given policies (no-op for algorithms without one)."""
+        for pid in self.policy_ids() if policy_ids is None else policy_ids:
+            self._algorithms[pid].update_target(self._require(pid))
+
+    def algorithm(self, policy_id: str) -> Algorithm:
+        """The algorithm (and hyperparameters) of a hosted policy."""
+        self._require(policy_id)
+        return self._algorithms[policy_id]
 
     # Weights and state --------------------------------------------------------
     def get_weights(self, policy_ids: list[str] | None = None) -> dict[str, dict[str, np.ndarray]]:
@@ -131,7 +144,7 @@ class Learner:
             hosted.optimizer.load_state_dict(data["optimizer"])
         hosted.num_updates = int(data["num_updates"])
 
-    def _require(self, policy_id: str) -> HostedPolicy:
+    def _require(self, policy_id: str) -> PolicyState:
         try:
             return self._policies[policy_id]
         except KeyError:

@@ -1,0 +1,67 @@
+"""The league population: players, head-to-head payoffs, matchmaking, ratings, scripted players.
+
+Pure logic, no Ray: a :class:`Population` of :class:`Player` records (learning players,
+their frozen snapshots, scripted players) forms a family tree; a :class:`PayoffTable`
+counts their results; matchmakers pick opponents from it (self-play, uniform FSP,
+PFSP, Nash/PSRO); a :class:`RatingTable` tracks Elo or TrueSkill over time. Every
+stateful piece round-trips through plain JSON-able dicts (``to_dict``/``from_dict``).
+"""
+
+from league.population.matchmaking import (
+    PFSP_WEIGHTINGS,
+    Matchmaker,
+    NashMatchmaker,
+    PFSPMatchmaker,
+    SelfPlayMatchmaker,
+    UniformFSPMatchmaker,
+    pfsp_weights,
+    solve_zero_sum,
+)
+from league.population.payoff import (
+    OUTCOMES,
+    PRIOR_WIN_RATE,
+    Outcome,
+    PayoffTable,
+    outcome_from_returns,
+)
+from league.population.players import PLAYER_KINDS, Player, Population
+from league.population.ratings import (
+    Elo,
+    Rating,
+    RatingSystem,
+    RatingTable,
+    TrueSkill,
+    elo_expected_score,
+    elo_update,
+    rating_system_from_dict,
+)
+from league.population.scripted import ConnectFourNegamaxPolicy, TicTacToeMinimaxPolicy
+
+__all__ = [
+    "ConnectFourNegamaxPolicy",
+    "Elo",
+    "Matchmaker",
+    "NashMatchmaker",
+    "OUTCOMES",
+    "Outcome",
+    "PFSPMatchmaker",
+    "PFSP_WEIGHTINGS",
+    "PLAYER_KINDS",
+    "PRIOR_WIN_RATE",
+    "PayoffTable",
+    "Player",
+    "Population",
+    "Rating",
+    "RatingSystem",
+    "RatingTable",
+    "SelfPlayMatchmaker",
+    "TicTacToeMinimaxPolicy",
+    "TrueSkill",
+    "UniformFSPMatchmaker",
+    "elo_expected_score",
+    "elo_update",
+    "outcome_from_returns",
+    "pfsp_weights",
+    "rating_system_from_dict",
+    "solve_zero_sum",
+]
