@@ -1,0 +1,100 @@
+"""Dataflow plans: training loops as short chains of named operators over streams of data.
+
+In the spirit of "Distributed RL is a Dataflow Problem" (RLlib Flow): sources pull data
+from samplers (Ray actors or local objects), operators transform, store, train and
+broadcast, and a plan is a lazy :class:`LocalIterator` stepped in the driver::
+
+    rollouts = ParallelRollouts(samplers, mode="bulk_sync")
+    train = (rollouts.for_each(SelectExperiences(["main"]))
+             .combine(ConcatBatches(4000))
+             .for_each(StandardizeFields(["advantages"]))
+             .for_each(TrainOneStep(learner))
+             .for_each(BroadcastWeights(learner, samplers)))
+    plan = StandardMetricsReporting(train, samplers)
+    print(plan)          # the operator graph
+    report = next(plan)  # one iteration's metrics
+
+Errors inside an operator or a remote actor surface as :class:`PlanError` naming the
+operator and its path. Operators know nothing algorithm-specific.
+"""
+
+from league.flow.actors import call, call_all, is_ray_actor
+from league.flow.errors import PlanError, PlanStalledError
+from league.flow.iterators import Concurrently, LocalIterator
+from league.flow.metrics import (
+    LAST_TARGET_UPDATE_STEP,
+    NUM_AGENT_STEPS_SAMPLED,
+    NUM_AGENT_STEPS_STORED,
+    NUM_AGENT_STEPS_TRAINED,
+    NUM_ENV_STEPS_SAMPLED,
+    NUM_ENV_STEPS_STORED,
+    NUM_ENV_STEPS_TRAINED,
+    NUM_TARGET_UPDATES,
+    NUM_WEIGHT_BROADCASTS,
+    OperatorStats,
+    PlanMetrics,
+    Timer,
+)
+from league.flow.reporting import StandardMetricsReporting, summarize_episodes
+from league.flow.sources import Dequeue, ParallelIterator, ParallelRollouts, Replay
+from league.flow.stages import NOT_READY, Operator
+from league.flow.training import (
+    ApplyGradients,
+    BroadcastWeights,
+    ComputeGradients,
+    Gradients,
+    TrainOneStep,
+    TrainResult,
+    UpdateTargetNetwork,
+)
+from league.flow.transforms import (
+    ConcatBatches,
+    Enqueue,
+    SelectExperiences,
+    StandardizeFields,
+    StoreToReplayBuffer,
+    WaitUntilTimestepsElapsed,
+)
+
+__all__ = [
+    "LocalIterator",
+    "Concurrently",
+    "NOT_READY",
+    "Operator",
+    "PlanError",
+    "PlanStalledError",
+    "PlanMetrics",
+    "Timer",
+    "OperatorStats",
+    "ParallelRollouts",
+    "ParallelIterator",
+    "Replay",
+    "Dequeue",
+    "SelectExperiences",
+    "ConcatBatches",
+    "StandardizeFields",
+    "StoreToReplayBuffer",
+    "Enqueue",
+    "WaitUntilTimestepsElapsed",
+    "TrainOneStep",
+    "TrainResult",
+    "ComputeGradients",
+    "ApplyGradients",
+    "Gradients",
+    "UpdateTargetNetwork",
+    "BroadcastWeights",
+    "StandardMetricsReporting",
+    "summarize_episodes",
+    "call",
+    "call_all",
+    "is_ray_actor",
+    "NUM_ENV_STEPS_SAMPLED",
+    "NUM_AGENT_STEPS_SAMPLED",
+    "NUM_ENV_STEPS_TRAINED",
+    "NUM_AGENT_STEPS_TRAINED",
+    "NUM_ENV_STEPS_STORED",
+    "NUM_AGENT_STEPS_STORED",
+    "NUM_TARGET_UPDATES",
+    "LAST_TARGET_UPDATE_STEP",
+    "NUM_WEIGHT_BROADCASTS",
+]

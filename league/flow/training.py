@@ -1,0 +1,246 @@
+"""Operators that drive learners: training steps, gradients, target networks, weight broadcast.
+
+Learners and samplers may be Ray actors or local objects (see :mod:`league.flow.actors`).
+The learner contract: ``learn_on_batch(batch, policy_ids) -> {policy_id: {stat: float}}``,
+``get_weights(policy_ids) -> {policy_id: {name: ndarray}}``, and, for the operators that
+use them, ``compute_gradients(batch)``, ``apply_gradients(grads)`` and
+``update_target(policy_ids)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple
+
+from league.batch import MultiAgentBatch
+from league.flow.actors import call, is_ray_actor, resolve, submit
+from league.flow.metrics import (
+    LAST_TARGET_UPDATE_STEP,
+    NUM_AGENT_STEPS_TRAINED,
+    NUM_ENV_STEPS_TRAINED,
+    NUM_TARGET_UPDATES,
+    NUM_WEIGHT_BROADCASTS,
+    PlanMetrics,
+)
+from league.flow.stages import Operator
+
+__all__ = ["TrainResult", "Gradients", "TrainOneStep", "ComputeGradients", "ApplyGradients", "UpdateTargetNetwork", "BroadcastWeights"]
+
+
+class TrainResult(NamedTuple):
+    """Output of :class:`TrainOneStep`: the batch trained on and the learner's statistics per policy."""
+
+    batch: MultiAgentBatch
+    stats: dict[str, dict[str, float]]
+
+
+class Gradients(NamedTuple):
+    """Output of :class:`ComputeGradients`: opaque gradients plus the steps they were computed on."""
+
+    grads: Any
+    env_steps: int
+    agent_steps: int
+
+
+def _policy_ids(policy_ids: Iterable[str] | None, op: str) -> list[str] | None:
+    if policy_ids is None:
+        return None
+    if isinstance(policy_ids, str):
+        raise TypeError(f"{op} needs a list of policy ids, got the string {policy_ids!r}")
+    return list(policy_ids)
+
+
+def _as_multi_agent(item: Any, op: str) -> MultiAgentBatch:
+    if not isinstance(item, MultiAgentBatch):
+        raise TypeError(f"{op} expects a MultiAgentBatch, got {type(item).__name__}")
+    return item
+
+
+def _record_stats(stats: Any, metrics: PlanMetrics, learner: Any, method: str) -> dict[str, dict[str, float]]:
+    if stats is None:
+        return {}
+    if not isinstance(stats, dict):
+        raise TypeError(f"{learner!r}.{method} returned {type(stats).__name__}; expected a dict per policy")
+    metrics.learner_stats.update(stats)
+    return stats
+
+
+def _agent_steps(batch: MultiAgentBatch, policy_ids: list[str] | None) -> int:
+    if policy_ids is None:
+        return batch.agent_steps()
+    return sum(len(batch[p]) for p in policy_ids if p in batch)
+
+
+class TrainOneStep(Operator):
+    """Calls ``learner.learn_on_batch(batch, policy_ids)`` on each batch; outputs a :class:`TrainResult`.
+
+    ``num_epochs`` and ``minibatch_size`` are passed on as keyword arguments only when
+    set (``num_epochs != 1``, ``minibatch_size`` not None), so learners that do not take
+    them keep working. Counts ``num_env_steps_trained`` and ``num_agent_steps_trained``
+    (rows of the trained policies) and keeps the latest statistics per policy.
+    """
+
+    def __init__(
+        self,
+        learner: Any,
+        policy_ids: Iterable[str] | None = None,
+        num_epochs: int = 1,
+        minibatch_size: int | None = None,
+    ) -> None:
+        if not isinstance(num_epochs, int) or num_epochs < 1:
+            raise ValueError(f"TrainOneStep num_epochs must be an integer >= 1, got {num_epochs!r}")
+        if minibatch_size is not None and (not isinstance(minibatch_size, int) or minibatch_size < 1):
+            raise ValueError(f"TrainOneStep minibatch_size must be None or an integer >= 1, got {minibatch_size!r}")
+        self.learner = learner
+        self.policy_ids = _policy_ids(policy_ids, "TrainOneStep")
+        self.learn_kwargs: dict[str, int] = {}
+        if num_epochs != 1:
+            self.learn_kwargs["num_epochs"] = num_epochs
+        if minibatch_size is not None:
+            self.learn_kwargs["minibatch_size"] = minibatch_size
+
+    def describe(self) -> str:
+        settings = [f"policies={self.policy_ids if self.policy_ids is not None else 'all'}"]
+        settings += [f"{k}={v}" for k, v in self.learn_kwargs.items()]
+        return f"TrainOneStep({', '.join(settings)})"
+
+    def __call__(self, item: Any, metrics: PlanMetrics) -> TrainResult:
+        batch = _as_multi_agent(item, self.name)
+        with metrics.timer("learn"):
+            stats = call(self.learner, "learn_on_batch", batch, self.policy_ids, **self.learn_kwargs)
+        stats = _record_stats(stats, metrics, self.learner, "learn_on_batch")
+        metrics.counters[NUM_ENV_STEPS_TRAINED] += batch.env_steps
+        metrics.counters[NUM_AGENT_STEPS_TRAINED] += _agent_steps(batch, self.policy_ids)
+        return TrainResult(batch, stats)
+
+
+class ComputeGradients(Operator):
+    """Calls ``learner.compute_gradients(batch)``; outputs :class:`Gradients`."""
+
+    def __init__(self, learner: Any) -> None:
+        self.learner = learner
+
+    def __call__(self, item: Any, metrics: PlanMetrics) -> Gradients:
+        batch = _as_multi_agent(item, self.name)
+        with metrics.timer("compute_gradients"):
+            grads = call(self.learner, "compute_gradients", batch)
+        return Gradients(grads, batch.env_steps, batch.agent_steps())
+
+
+class ApplyGradients(Operator):
+    """Calls ``learner.apply_gradients(grads)`` and passes the item on.
+
+    Takes :class:`Gradients` (then counts the trained steps) or raw gradients. A dict
+    returned by the learner is recorded as learner statistics.
+    """
+
+    def __init__(self, learner: Any) -> None:
+        self.learner = learner
+
+    def __call__(self, item: Any, metrics: PlanMetrics) -> Any:
+        grads = item.grads if isinstance(item, Gradients) else item
+        with metrics.timer("apply_gradients"):
+            stats = call(self.learner, "apply_gradients", grads)
+        _record_stats(stats, metrics, self.learner, "apply_gradients")
+        if isinstance(item, Gradients):
+            metrics.counters[NUM_ENV_STEPS_TRAINED] += item.env_steps
+            metrics.counters[NUM_AGENT_STEPS_TRAINED] += item.agent_steps
+        return item
+
+
+class UpdateTargetNetwork(Operator):
+    """Calls ``learner.update_target(policy_ids)`` each time ``counter`` grew by ``every_n_steps``.
+
+    The counter defaults to ``num_env_steps_trained``. Passes items on unchanged; counts
+    ``num_target_updates`` and records ``last_target_update_step``.
+    """
+
+    def __init__(
+        self,
+        learner: Any,
+        policy_ids: Iterable[str] | None,
+        every_n_steps: int,
+        counter: str = NUM_ENV_STEPS_TRAINED,
+    ) -> None:
+        if not isinstance(every_n_steps, int) or every_n_steps < 1:
+            raise ValueError(f"UpdateTargetNetwork every_n_steps must be an integer >= 1, got {every_n_steps!r}")
+        self.learner = learner
+        self.policy_ids = _policy_ids(policy_ids, "UpdateTargetNetwork")
+        self.every_n_steps = every_n_steps
+        self.counter = counter
+        self._last = 0
+
+    def describe(self) -> str:
+        return f"UpdateTargetNetwork(policies={self.policy_ids or 'all'}, every={self.every_n_steps} {self.counter})"
+
+    def __call__(self, item: Any, metrics: PlanMetrics) -> Any:
+        now = metrics.counters.get(self.counter, 0)
+        if now - self._last >= self.every_n_steps:
+            call(self.learner, "update_target", self.policy_ids)
+            self._last = now
+            metrics.counters[NUM_TARGET_UPDATES] += 1
+            metrics.counters[LAST_TARGET_UPDATE_STEP] = now
+        return item
+
+
+class BroadcastWeights(Operator):
+    """Sends the learner's current weights to every sampler, then passes the item on.
+
+    The weights are fetched once per item. For Ray-actor samplers they enter the
+    object store once and every actor receives the same reference: with a Ray-actor
+    learner the reference returned by ``get_weights`` is forwarded as is (no copy
+    through the driver), with a local learner one ``ray.put`` is made. With
+    ``wait=False`` (default) the driver does not wait for the samplers to apply them;
+    Ray runs each actor's calls in order, so a later ``sample()`` still sees them, and a
+    failed ``set_weights`` is raised at the next broadcast.
+    """
+
+    def __init__(self, learner: Any, samplers: Sequence[Any], policy_ids: Iterable[str] | None = None, wait: bool = False) -> None:
+        self.learner = learner
+        self.samplers = list(samplers)
+        if not self.samplers:
+            raise ValueError("BroadcastWeights needs at least one sampler")
+        self.policy_ids = _policy_ids(policy_ids, "BroadcastWeights")
+        self.wait = wait
+        self._in_flight: list[Any] = []
+
+    def describe(self) -> str:
+        return f"BroadcastWeights({len(self.samplers)} samplers, policies={self.policy_ids or 'all'})"
+
+    def _raise_earlier_failures(self) -> None:
+        if not self._in_flight:
+            return
+        import ray
+
+        done, self._in_flight = ray.wait(self._in_flight, num_returns=len(self._in_flight), timeout=0)
+        ray.get(done)
+
+    def __call__(self, item: Any, metrics: PlanMetrics) -> Any:
+        with metrics.timer("broadcast_weights"):
+            self._raise_earlier_failures()
+            remote = [is_ray_actor(s) for s in self.samplers]
+            weights = submit(self.learner, "get_weights", self.policy_ids)
+            remote_weights = local_weights = weights
+            if is_ray_actor(self.learner):
+                if not all(remote):
+                    local_weights = _fetch(weights)
+            elif any(remote):
+                import ray
+
+                remote_weights = ray.put(weights)
+            pending = [
+                submit(s, "set_weights", remote_weights if r else local_weights)
+                for s, r in zip(self.samplers, remote)
+            ]
+            if self.wait:
+                resolve(pending, self.samplers)
+            else:
+                self._in_flight.extend(p for p, r in zip(pending, remote) if r)
+        metrics.counters[NUM_WEIGHT_BROADCASTS] += 1
+        return item
+
+
+def _fetch(ref: Any) -> Any:
+    import ray
+
+    return ray.get(ref)
