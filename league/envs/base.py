@@ -6,27 +6,45 @@ all adapted to :class:`MultiAgentEnv`, whose ``reset``/``step`` return a
 
 * ``TimeStep.obs`` holds an observation for exactly the agents that must act now
   (AEC: the one agent whose turn it is; parallel: every live agent). ``step`` takes
-  one action for each of those agents and no others.
+  one action for each of those agents and no others (anything else: ``ValueError``).
+  An agent that has ended never appears in ``obs`` again in that episode.
 * ``TimeStep.rewards`` holds, per agent, the reward accrued since the previous
-  ``TimeStep`` (for any agent, acting now or not). The sampler credits it to that
-  agent's last action; so the reward an agent receives between two of its own turns,
-  including a final reward caused by the opponent's winning move, lands on its last
-  action.
-* ``terminated``/``truncated`` name agents whose episode ended at this step. When
-  ``done`` is True the whole episode is over: every agent that ever acted appears in
+  ``TimeStep`` (for any agent, acting now or not; entries may be 0.0, a missing agent
+  means 0.0; empty after ``reset``). The sampler credits it to that agent's last
+  action; so the reward an agent receives between two of its own turns, including a
+  final reward caused by the opponent's winning move, lands on its last action. For
+  AEC envs the reward of a move is what ``env.rewards`` holds right after it, for
+  every agent (PettingZoo's own accounting), so the rewards summed over an episode
+  equal what ``env.last()`` would have reported to each agent.
+* ``terminated``/``truncated`` name agents whose episode ended at this step (an agent
+  appears in at most one of the two). When ``done`` is True the whole episode is
+  over and ``obs`` is empty: every agent of the episode (each agent present at
+  ``reset`` or acting later, so possibly one that never got to act) appears in
   ``terminated`` or ``truncated`` exactly once over the episode, so an episode's end
-  reaches every agent. ``final_obs`` carries the last observation of truncated agents
-  (for value bootstrapping).
+  reaches every agent. An agent may end before ``done`` (it then leaves ``obs``).
+  ``final_obs`` carries the last observation of exactly the agents in ``truncated``
+  (for value bootstrapping), whether the env or the adapter's ``max_episode_steps``
+  (counted in ``step`` calls) truncated them.
 * ``masks`` has an ``int8[num_actions]`` legal-action mask for every agent in ``obs``
   (all ones when the env has no mask). Policies never pick a masked action.
+* Observation arrays are freshly allocated and owned by the caller; a mask may be a
+  shared read-only all-ones array. After ``done``, ``step`` raises ``RuntimeError``
+  until ``reset``. ``reset(seed)`` with the same seed replays the same episode for the
+  same actions. An exception inside the env is re-raised as
+  ``RuntimeError("env <name> raised in step: ...")`` chained to the original, and the
+  env then needs a ``reset``.
 
 Observation preprocessing rule (documented once, applied once, in the adapter):
-a Dict observation with ``"observation"`` and ``"action_mask"`` keys (PettingZoo
-classic) yields the ``observation`` array unchanged in shape, as float32, and the mask;
-any other Dict/Tuple observation is flattened with ``gymnasium.spaces.flatten`` to a
-1-D float32 vector (keys in the space's sorted order), with an ``action_mask`` key
-(if present) split off first; Discrete observations become one-hot float32; Box
-observations keep their shape, cast to float32. Only Discrete action spaces are supported.
+a Dict observation whose keys are exactly ``"observation"`` and ``"action_mask"``
+(PettingZoo classic) yields the ``observation`` entry unchanged in shape, as float32
+(a non-Box entry is converted by the rules below), and the mask; any other Dict/Tuple
+observation is flattened with ``gymnasium.spaces.flatten`` to a 1-D float32 vector
+(in the space's key order, which Gymnasium sorts for Dicts built from a plain dict),
+with an ``action_mask`` key (if present) split off first; Discrete observations become
+one-hot float32 (index ``value - start``); Box, MultiBinary and MultiDiscrete
+observations keep their shape, cast to float32. Without a mask in the observation,
+``info["action_mask"]`` is used when the env provides one, else all ones. Only Discrete
+action spaces are supported; policy action ``i`` is env action ``i + space.start``.
 """
 
 from __future__ import annotations
@@ -41,7 +59,11 @@ __all__ = ["AgentSpec", "TimeStep", "MultiAgentEnv"]
 
 @dataclass(frozen=True)
 class AgentSpec:
-    """What a policy needs to know about one agent's spaces, after preprocessing."""
+    """What a policy needs to know about one agent's spaces, after preprocessing.
+
+    ``has_action_mask`` says the observation space carries a mask; a mask passed in
+    ``info`` is honoured too, so policies should always apply ``TimeStep.masks``.
+    """
 
     obs_shape: tuple[int, ...]
     num_actions: int

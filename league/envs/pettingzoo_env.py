@@ -1,0 +1,261 @@
+"""PettingZoo environments under the :class:`~league.envs.base.MultiAgentEnv` contract.
+
+:class:`PettingZooAECEnv` adapts a turn-based (AEC) env: one agent acts per ``step``,
+and the adapter steps ``None`` for dead agents itself, so the caller never sees one.
+:class:`PettingZooParallelEnv` adapts a parallel env: every live agent acts per step.
+
+Reward accounting (AEC): the reward of a move is what ``env.rewards`` holds right after
+it, for every agent (PettingZoo's own rule, the one its ``aec_to_parallel`` uses); it is
+reported in that step's ``TimeStep.rewards``. ``env.last()`` is never called: reading
+the env's dicts directly is several times cheaper than ``last()`` per agent.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from league.envs.base import AgentSpec, MultiAgentEnv, TimeStep
+from league.envs.preprocess import ObsPreprocessor, build_preprocessor
+
+__all__ = ["PettingZooAECEnv", "PettingZooParallelEnv"]
+
+
+class _PettingZooBase(MultiAgentEnv):
+    """Per-agent preprocessors, step limit and error wrapping shared by both adapters."""
+
+    def __init__(self, env: Any, name: str | None, max_episode_steps: int | None) -> None:
+        if max_episode_steps is not None and (
+            isinstance(max_episode_steps, bool)
+            or not isinstance(max_episode_steps, (int, np.integer))
+            or max_episode_steps < 1
+        ):
+            raise ValueError(f"max_episode_steps must be a positive int or None, got {max_episode_steps!r}")
+        self.env = env
+        self.name = name or str((getattr(env, "metadata", None) or {}).get("name", type(env).__name__))
+        self.max_episode_steps = None if max_episode_steps is None else int(max_episode_steps)
+        self.possible_agents = list(env.possible_agents)
+        try:
+            self._pre: dict[str, ObsPreprocessor] = {
+                agent: build_preprocessor(env.observation_space(agent), env.action_space(agent), agent)
+                for agent in self.possible_agents
+            }
+        except (TypeError, ValueError) as err:
+            raise type(err)(f"env {self.name}: {err}") from err
+        # Plain dicts of the per-step pieces: one lookup each in the hot loop.
+        self._transform = {agent: pre.transform for agent, pre in self._pre.items()}
+        self._start = {agent: pre.action_start for agent, pre in self._pre.items()}
+        self._steps = 0
+        self._ended: set[str] = set()
+        self._episode_agents: set[str] = set()
+
+    def spec(self, agent: str) -> AgentSpec:
+        """Preprocessed spaces of ``agent`` (see :mod:`league.envs.preprocess`)."""
+        try:
+            return self._pre[agent].spec
+        except KeyError:
+            raise ValueError(
+                f"env {self.name}: unknown agent {agent!r}; possible agents: {self.possible_agents}"
+            ) from None
+
+    def close(self) -> None:
+        """Close the wrapped env."""
+        self.env.close()
+
+    def _env_error(self, where: str, err: Exception) -> RuntimeError:
+        return RuntimeError(f"env {self.name} raised in {where}: {type(err).__name__}: {err}")
+
+    def _end_leftovers(self, ts: TimeStep) -> None:
+        # An agent the env dropped without flagging it still has to see the episode end.
+        for agent in self._episode_agents - self._ended:
+            ts.terminated[agent] = True
+        self._ended.update(self._episode_agents)
+
+
+class PettingZooAECEnv(_PettingZooBase):
+    """A PettingZoo AEC (turn-based) env: ``TimeStep.obs`` always holds exactly one agent.
+
+    Args:
+        env: a PettingZoo ``AECEnv`` (wrapped or not), e.g. ``connect_four_v3.env()``.
+        name: used in error messages; defaults to ``env.metadata["name"]``.
+        max_episode_steps: truncate every live agent after this many ``step`` calls
+            (moves, not cycles); None leaves truncation to the env.
+    """
+
+    def __init__(self, env: Any, name: str | None = None, max_episode_steps: int | None = None) -> None:
+        super().__init__(env, name, max_episode_steps)
+        self._raw = env.unwrapped
+        self._current: str | None = None
+
+    def reset(self, seed: int | None = None) -> TimeStep:
+        """Reset (seeded when ``seed`` is given) and return the first agent to act."""
+        try:
+            self.env.reset(seed=seed)
+            self._steps = 0
+            self._ended = set()
+            self._episode_agents = set(self._raw.agents)
+            ts = TimeStep(obs={}, masks={})
+            self._settle(ts)
+        except Exception as err:
+            self._current = None
+            raise self._env_error("reset", err) from err
+        return ts
+
+    def step(self, actions: dict[str, int]) -> TimeStep:
+        """Play the current agent's action; the result names the next agent to act."""
+        agent = self._current
+        if agent is None:
+            raise RuntimeError(f"env {self.name}: step() called before reset() or after the episode ended")
+        if len(actions) != 1 or agent not in actions:
+            raise ValueError(
+                f"env {self.name}: it is {agent!r}'s turn, step() takes exactly one action "
+                f"for it; got actions for {sorted(actions)}"
+            )
+        raw = self._raw
+        try:
+            self.env.step(int(actions[agent]) + self._start[agent])
+            self._steps += 1
+            ts = TimeStep(obs={}, masks={}, rewards={a: float(r) for a, r in raw.rewards.items()})
+            self._settle(ts)
+        except Exception as err:
+            self._current = None
+            raise self._env_error("step", err) from err
+        return ts
+
+    def _settle(self, ts: TimeStep) -> None:
+        """Record agents that ended, then either end the episode or find the next actor."""
+        raw = self._raw
+        env = self.env
+        ended = self._ended
+        terminations = raw.terminations
+        truncations = raw.truncations
+        any_live = False
+        for agent in raw.agents:
+            if agent in ended:
+                continue
+            if terminations[agent]:
+                ts.terminated[agent] = True
+                ended.add(agent)
+            elif truncations[agent]:
+                ts.truncated[agent] = True
+                ended.add(agent)
+                ts.final_obs[agent] = self._observe(agent)[0]
+            else:
+                any_live = True
+        if any_live and self.max_episode_steps is not None and self._steps >= self.max_episode_steps:
+            for agent in raw.agents:
+                if agent not in ended:
+                    ts.truncated[agent] = True
+                    ended.add(agent)
+                    ts.final_obs[agent] = self._observe(agent)[0]
+            any_live = False
+        if not any_live:
+            # Whole episode over: the dead-agent steps PettingZoo wants would only
+            # delete bookkeeping that the next reset() rebuilds anyway.
+            self._end_leftovers(ts)
+            ts.done = True
+            self._current = None
+            return
+        agent = raw.agent_selection
+        max_dead_steps = len(raw.agents)
+        dead_steps = 0
+        while raw.terminations[agent] or raw.truncations[agent]:
+            env.step(None)  # PettingZoo's required step for a dead agent
+            agent = raw.agent_selection
+            dead_steps += 1
+            if dead_steps > max_dead_steps:
+                raise RuntimeError(f"stepping dead agents never reached a live one (stuck on {agent!r})")
+        if agent not in self._episode_agents:
+            self._episode_agents.add(agent)
+        self._current = agent
+        ts.obs[agent], ts.masks[agent] = self._observe(agent)
+
+    def _observe(self, agent: str) -> tuple[np.ndarray, np.ndarray]:
+        # Through the wrappers, so TerminateIllegalWrapper caches the mask it checks.
+        return self._transform[agent](self.env.observe(agent), self._raw.infos.get(agent))
+
+
+class PettingZooParallelEnv(_PettingZooBase):
+    """A PettingZoo ``ParallelEnv``: every live agent acts at every step.
+
+    Args:
+        env: a PettingZoo ``ParallelEnv``, e.g. ``rps_v2.parallel_env()``.
+        name: used in error messages; defaults to ``env.metadata["name"]``.
+        max_episode_steps: truncate every live agent after this many ``step`` calls;
+            None leaves truncation to the env.
+    """
+
+    def __init__(self, env: Any, name: str | None = None, max_episode_steps: int | None = None) -> None:
+        super().__init__(env, name, max_episode_steps)
+        self._acting: list[str] = []
+
+    def reset(self, seed: int | None = None) -> TimeStep:
+        """Reset (seeded when ``seed`` is given) and return every live agent."""
+        try:
+            obs, infos = self.env.reset(seed=seed)
+            self._steps = 0
+            self._ended = set()
+            self._episode_agents = set(self.env.agents)
+            ts = TimeStep(obs={}, masks={})
+            self._settle(ts, obs, infos)
+        except Exception as err:
+            self._acting = []
+            raise self._env_error("reset", err) from err
+        return ts
+
+    def step(self, actions: dict[str, int]) -> TimeStep:
+        """Apply one action per live agent (exactly the agents of the last ``TimeStep.obs``)."""
+        acting = self._acting
+        if not acting:
+            raise RuntimeError(f"env {self.name}: step() called before reset() or after the episode ended")
+        start = self._start
+        try:
+            if len(actions) != len(acting):
+                raise KeyError
+            joint = {agent: int(actions[agent]) + start[agent] for agent in acting}
+        except KeyError:
+            raise ValueError(
+                f"env {self.name}: step() takes one action for each of {acting}; "
+                f"got actions for {sorted(actions)}"
+            ) from None
+        try:
+            obs, rewards, terminations, truncations, infos = self.env.step(joint)
+            self._steps += 1
+            ts = TimeStep(obs={}, masks={}, rewards={a: float(r) for a, r in rewards.items()})
+            ended = self._ended
+            for agent in acting:
+                if terminations.get(agent, False):
+                    ts.terminated[agent] = True
+                    ended.add(agent)
+                elif truncations.get(agent, False):
+                    ts.truncated[agent] = True
+                    ended.add(agent)
+                    if agent in obs:
+                        ts.final_obs[agent] = self._transform[agent](obs[agent], None)[0]
+            self._settle(ts, obs, infos)
+        except Exception as err:
+            self._acting = []
+            raise self._env_error("step", err) from err
+        return ts
+
+    def _settle(self, ts: TimeStep, obs: dict[str, Any], infos: dict[str, Any]) -> None:
+        """Apply the step limit, then either end the episode or list the next actors."""
+        ended = self._ended
+        live = [agent for agent in self.env.agents if agent not in ended]
+        if live and self.max_episode_steps is not None and self._steps >= self.max_episode_steps:
+            for agent in live:
+                ts.truncated[agent] = True
+                ended.add(agent)
+                if agent in obs:
+                    ts.final_obs[agent] = self._transform[agent](obs[agent], None)[0]
+            live = []
+        self._acting = live
+        if not live:
+            self._end_leftovers(ts)
+            ts.done = True
+            return
+        transform = self._transform
+        for agent in live:
+            ts.obs[agent], ts.masks[agent] = transform[agent](obs[agent], infos.get(agent))
+        self._episode_agents.update(live)

@@ -1,0 +1,176 @@
+"""``make_env``: build any supported environment from a config name.
+
+A name is resolved in this order:
+
+1. a registered short name (``"connect_four"``, ``"rps"``, ``"cartpole"``...; see
+   :func:`registered_env_names`, extend with :func:`register_env`);
+2. ``"gymnasium:<id>"``: ``gymnasium.make(<id>, **kwargs)``, adapted as one agent;
+3. a dotted module path (``"pettingzoo.classic.connect_four_v3"``) whose module exposes
+   ``env()`` (AEC) and/or ``parallel_env()``.
+
+Which PettingZoo API is used, unless ``api="aec"|"parallel"`` says so: the only one the
+module offers; when it offers both, parallel if its env declares
+``metadata["is_parallelizable"]`` (every agent acts every cycle, e.g. rps) and AEC
+otherwise (turn-based games such as connect four).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+from league.envs.base import MultiAgentEnv
+from league.envs.gym_env import GymnasiumEnv
+from league.envs.pettingzoo_env import PettingZooAECEnv, PettingZooParallelEnv
+
+__all__ = ["make_env", "register_env", "registered_env_names"]
+
+GYMNASIUM_PREFIX = "gymnasium:"
+_APIS = ("aec", "parallel")
+
+#: Factories registered under a short name: ``factory(**kwargs) -> MultiAgentEnv``.
+EnvFactory = Callable[..., MultiAgentEnv]
+
+# Implementation modules rather than the versioned `*_v3` shims, which emit a
+# DeprecationWarning on import in PettingZoo >= 1.27.
+_REGISTRY: dict[str, str | EnvFactory] = {
+    "connect_four": "pettingzoo.classic.connect_four.connect_four",
+    "tictactoe": "pettingzoo.classic.tictactoe.tictactoe",
+    "rps": "pettingzoo.classic.rps.rps",
+    "leduc_holdem": "pettingzoo.classic.rlcard_envs.leduc_holdem",
+    "texas_holdem": "pettingzoo.classic.rlcard_envs.texas_holdem",
+    "texas_holdem_no_limit": "pettingzoo.classic.rlcard_envs.texas_holdem_no_limit",
+    "chess": "pettingzoo.classic.chess.chess",
+    "go": "pettingzoo.classic.go.go",
+    "cartpole": GYMNASIUM_PREFIX + "CartPole-v1",
+}
+
+
+def registered_env_names() -> list[str]:
+    """The registered short names, sorted."""
+    return sorted(_REGISTRY)
+
+
+def register_env(name: str, target: str | EnvFactory, *, overwrite: bool = False) -> None:
+    """Register ``name`` for :func:`make_env`.
+
+    Args:
+        name: the short name; no ``.`` or ``:`` (those mean module paths and prefixes).
+        target: a name :func:`make_env` resolves (module path, ``"gymnasium:<id>"``)
+            or a factory called as ``factory(**kwargs)`` with the kwargs given to
+            :func:`make_env` (``api``/``max_episode_steps`` included only when given).
+        overwrite: replace an existing registration instead of raising.
+    """
+    if not isinstance(name, str) or not name or "." in name or ":" in name:
+        raise ValueError(f"env short name must be a non-empty str without '.' or ':', got {name!r}")
+    if not (isinstance(target, str) or callable(target)):
+        raise TypeError(f"env target must be a str or a callable, got {type(target).__name__}")
+    if name in _REGISTRY and not overwrite:
+        raise ValueError(f"env name {name!r} is already registered (pass overwrite=True to replace it)")
+    _REGISTRY[name] = target
+
+
+def make_env(
+    name: str, *, api: str | None = None, max_episode_steps: int | None = None, **kwargs: Any
+) -> MultiAgentEnv:
+    """Build the env called ``name`` (see the module docstring) as a :class:`MultiAgentEnv`.
+
+    Args:
+        name: short name, ``"gymnasium:<id>"`` or module path.
+        api: ``"aec"`` or ``"parallel"`` to override the PettingZoo API choice.
+        max_episode_steps: adapter-level truncation after this many ``step`` calls.
+        **kwargs: passed to the env constructor (``env()``, ``parallel_env()`` or
+            ``gymnasium.make``).
+
+    Raises:
+        ValueError: unknown name (the message lists the registered short names), bad
+            ``api``, or a module that offers neither ``env()`` nor ``parallel_env()``.
+        TypeError: the env constructor rejected ``kwargs``.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"env name must be a str, got {type(name).__name__}")
+    if api is not None and api not in _APIS:
+        raise ValueError(f"api must be one of {_APIS} or None, got {api!r}")
+    target = _REGISTRY.get(name, name)
+    if callable(target):
+        options = {k: v for k, v in (("api", api), ("max_episode_steps", max_episode_steps)) if v is not None}
+        env = target(**options, **kwargs)
+        if not isinstance(env, MultiAgentEnv):
+            raise TypeError(f"factory for env {name!r} returned {type(env).__name__}, not a MultiAgentEnv")
+        return env
+    if target.startswith(GYMNASIUM_PREFIX):
+        if api is not None:
+            raise ValueError(f"env {name!r} is a Gymnasium env; api={api!r} applies to PettingZoo envs only")
+        return _make_gymnasium(name, target[len(GYMNASIUM_PREFIX):], max_episode_steps, kwargs)
+    if "." in target:
+        return _make_pettingzoo(name, target, api, max_episode_steps, kwargs)
+    raise ValueError(_unknown(name, "not a registered short name, 'gymnasium:<id>' or a module path"))
+
+
+def _unknown(name: str, why: str) -> str:
+    names = ", ".join(registered_env_names())
+    return f"unknown env {name!r} ({why}); registered short names: {names}"
+
+
+def _make_gymnasium(
+    name: str, env_id: str, max_episode_steps: int | None, kwargs: dict[str, Any]
+) -> MultiAgentEnv:
+    import gymnasium
+
+    try:
+        env = gymnasium.make(env_id, **kwargs)
+    except gymnasium.error.Error as err:  # NameNotFound, VersionNotFound, ...
+        raise ValueError(_unknown(name, f"Gymnasium cannot make {env_id!r}: {err}")) from err
+    except TypeError as err:
+        raise TypeError(
+            f"env {name!r}: gymnasium.make({env_id!r}) rejected kwargs {sorted(kwargs)}: {err}"
+        ) from err
+    return GymnasiumEnv(env, name=name, max_episode_steps=max_episode_steps)
+
+
+def _make_pettingzoo(
+    name: str, path: str, api: str | None, max_episode_steps: int | None, kwargs: dict[str, Any]
+) -> MultiAgentEnv:
+    module = _import(name, path)
+    has_aec = callable(getattr(module, "env", None))
+    has_parallel = callable(getattr(module, "parallel_env", None))
+    if not (has_aec or has_parallel):
+        raise ValueError(f"env {name!r}: module {path} offers neither env() nor parallel_env()")
+    if api is None:
+        api = _default_api(module, has_aec, has_parallel)
+    if api == "aec" and not has_aec:
+        raise ValueError(f"env {name!r}: module {path} has no env() for the AEC API")
+    if api == "parallel" and not has_parallel:
+        raise ValueError(f"env {name!r}: module {path} has no parallel_env() for the parallel API")
+    constructor = module.env if api == "aec" else module.parallel_env
+    try:
+        env = constructor(**kwargs)
+    except TypeError as err:
+        raise TypeError(
+            f"env {name!r}: {path}.{constructor.__name__}() rejected kwargs {sorted(kwargs)}: {err}"
+        ) from err
+    adapter = PettingZooAECEnv if api == "aec" else PettingZooParallelEnv
+    return adapter(env, name=name, max_episode_steps=max_episode_steps)
+
+
+def _import(name: str, path: str) -> ModuleType:
+    try:
+        return importlib.import_module(path)
+    except ModuleNotFoundError as err:
+        # Only a missing module *on the path itself* means "unknown name"; a missing
+        # dependency inside a real env module must surface as the ImportError it is.
+        missing = err.name or ""
+        if path == missing or path.startswith(missing + "."):
+            raise ValueError(_unknown(name, f"no module {path}")) from err
+        raise
+
+
+def _default_api(module: ModuleType, has_aec: bool, has_parallel: bool) -> str:
+    if not has_parallel:
+        return "aec"
+    if not has_aec:
+        return "parallel"
+    metadata = getattr(getattr(module, "raw_env", None), "metadata", None) or {}
+    return "parallel" if metadata.get("is_parallelizable", False) else "aec"
