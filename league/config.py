@@ -23,6 +23,7 @@ __all__ = [
     "EvalConfig",
     "StopConfig",
     "RayConfig",
+    "PolicyConfig",
     "RunConfig",
     "parse_run_config",
 ]
@@ -103,11 +104,26 @@ class RayConfig:
 
 
 @dataclass
+class PolicyConfig:
+    """One learning policy of a multi-policy run: its algorithm and hyperparameters."""
+
+    algo: str = "ppo"
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
 class RunConfig:
-    """A whole training run."""
+    """A whole training run.
+
+    With ``policies`` empty, one policy ``main`` uses ``algo`` and learns by self-play
+    against snapshots of itself. With ``policies`` set, every named policy learns with its
+    own algorithm; they play each other (seats drawn uniformly per episode) and the plan
+    is composed from their fragments.
+    """
 
     env: EnvConfig = field(default_factory=EnvConfig)
     algo: AlgoConfig = field(default_factory=AlgoConfig)
+    policies: dict[str, Any] = field(default_factory=dict)
     sampler: SamplerConfig = field(default_factory=SamplerConfig)
     learner: LearnerConfig = field(default_factory=LearnerConfig)
     league: LeagueConfig = field(default_factory=LeagueConfig)
@@ -156,6 +172,16 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
         env.close()
     # The algorithm validates its own hyperparameters (unknown keys, ranges).
     ALGORITHMS[cfg.algo.name](spec, cfg.algo.params)
+    policies = {}
+    for pid, values in cfg.policies.items():
+        pc = _build(PolicyConfig, values, f"policies.{pid}")
+        if pc.algo not in ALGORITHMS:
+            raise ValueError(f"unknown algorithm '{pc.algo}' (policies.{pid}.algo); known: {sorted(ALGORITHMS)}")
+        ALGORITHMS[pc.algo](spec, pc.params)
+        if pid in ("random",) or "@" in pid:
+            raise ValueError(f"policy id '{pid}' is reserved (random, or contains '@' used by snapshots)")
+        policies[pid] = pc
+    cfg.policies = policies
     s = cfg.sampler
     for name in ("num_samplers", "num_envs", "fragment_length"):
         if getattr(s, name) < 1:

@@ -20,12 +20,14 @@ import numpy as np
 import torch
 
 from league.algos import make_algorithm
+from league.algos.compose import build_multi_policy_plan
 from league.config import RunConfig
 from league.envs import make_env
 from league.learn import Learner
 from league.policy import RandomPolicyFactory
+from league.population.payoff import PayoffTable
 from league.population.selfplay import SelfPlayPool
-from league.sampling import OpponentSampling, make_remote_samplers
+from league.sampling import OpponentSampling, UniformMatchups, make_remote_samplers
 
 __all__ = ["Trainer", "MAIN", "EVAL_OPPONENT"]
 
@@ -42,15 +44,15 @@ class Trainer:
         self.iteration = 0
         self.history: list[dict[str, Any]] = []
         self._pending_stats: list[Any] = []
-        self._pending_eval: list[Any] = []
-        self._last_win_rate: float | None = None
+        self._pending_eval: list[tuple[str, list[Any]]] = []
+        self.win_rates: dict[str, float] = {}  # latest evaluation win rate per learning policy
 
     # Setup ----------------------------------------------------------------------
     def setup(self) -> None:
         """Start (or join) Ray, build the algorithm, learner, samplers, league and plan."""
         import ray
 
-        from league.flow import BroadcastWeights, ParallelRollouts
+        from league.flow import ParallelRollouts
 
         cfg = self.cfg
         if not ray.is_initialized():
@@ -65,37 +67,49 @@ class Trainer:
         env.close()
         if len(set(specs.values())) != 1:
             raise ValueError(f"self-play needs identical agent specs, env '{cfg.env.name}' has {specs}")
-        self.algorithm = make_algorithm(cfg.algo.name, next(iter(specs.values())), cfg.algo.params)
+        spec = next(iter(specs.values()))
+        if cfg.policies:
+            self.algorithms = {pid: make_algorithm(pc.algo, spec, pc.params) for pid, pc in cfg.policies.items()}
+        else:
+            self.algorithms = {MAIN: make_algorithm(cfg.algo.name, spec, cfg.algo.params)}
+        self.learning = list(self.algorithms)
 
         torch.manual_seed(cfg.seed)
         self.learner = Learner(cfg.learner.device, seed=cfg.seed, num_threads=cfg.learner.num_threads)
-        self.learner.add_policy(MAIN, self.algorithm)
-        self.pool = SelfPlayPool(
-            MAIN,
-            self_play_prob=cfg.league.self_play_prob,
-            max_snapshots=cfg.league.max_snapshots,
-            opponent_sampling=cfg.league.opponent_sampling,
-        )
+        for pid, algo in self.algorithms.items():
+            self.learner.add_policy(pid, algo)
+        # One learning policy: self-play against its snapshots. Several: they play each other.
+        self.pool: SelfPlayPool | None = None
+        self.payoff = PayoffTable(decay=0.99, min_games=5)
+        if len(self.learning) == 1:
+            self.pool = SelfPlayPool(
+                self.learning[0],
+                self_play_prob=cfg.league.self_play_prob,
+                max_snapshots=cfg.league.max_snapshots,
+                opponent_sampling=cfg.league.opponent_sampling,
+                payoff=self.payoff,
+            )
+            matchups = self.pool.matchups()
+        else:
+            matchups = UniformMatchups(self.learning)
         self.samplers = make_remote_samplers(
             cfg.sampler.num_samplers,
             num_cpus=cfg.sampler.num_cpus,
             env=cfg.env.name,
             env_kwargs=cfg.env.kwargs,
-            policies={MAIN: self.algorithm, EVAL_OPPONENT: RandomPolicyFactory()},
+            policies={**self.algorithms, EVAL_OPPONENT: RandomPolicyFactory()},
             frozen=(EVAL_OPPONENT,),
-            matchups=self.pool.matchups(),
+            matchups=matchups,
             num_envs=cfg.sampler.num_envs,
             fragment_length=cfg.sampler.fragment_length,
             seed=cfg.seed,
             max_consecutive_env_failures=cfg.sampler.max_consecutive_env_failures,
         )
-        weights = self.learner.get_weights([MAIN])
+        weights = self.learner.get_weights(self.learning)
         ray.get([s.set_weights.remote(weights) for s in self.samplers])
 
         rollouts = ParallelRollouts(self.samplers, mode=cfg.sampler.mode)
-        self.plan = self.algorithm.plan_fragment(rollouts, self.learner, [MAIN]).for_each(
-            BroadcastWeights(self.learner, self.samplers, [MAIN])
-        )
+        self.plan = build_multi_policy_plan(rollouts, self.learner, self.samplers, self.algorithms)
 
     # Loop -----------------------------------------------------------------------
     def train(self) -> dict[str, Any]:
@@ -133,17 +147,17 @@ class Trainer:
         for refs in self._pending_stats:
             for eps in ray.get(refs):
                 stats.extend(eps)
-        self.pool.record(stats)
+        self._record_outcomes(stats)
         self._pending_stats = [[s.pop_episode_stats.remote() for s in self.samplers]]
 
         league = self.cfg.league
-        if league.snapshot_interval and self.iteration % league.snapshot_interval == 0:
+        if self.pool and league.snapshot_interval and self.iteration % league.snapshot_interval == 0:
             self._snapshot()
         if self.cfg.eval.interval and self.iteration % self.cfg.eval.interval == 0 and not self._pending_eval:
             self._start_eval()
         self._collect_eval(block=False)
 
-        learner_stats = metrics.get("learner", {}).get(MAIN, {})
+        learner_stats = metrics.get("learner", {})
         row = {
             "iteration": self.iteration,
             "env_steps": self._env_steps,
@@ -151,18 +165,17 @@ class Trainer:
             "env_steps_per_s": round(self._env_steps / max(elapsed + time.perf_counter() - t0, 1e-9), 1),
             "episodes": len(stats),
             "mean_episode_len": float(np.mean([e["length"] for e in stats])) if stats else None,
-            "win_rate_vs_random": self._last_win_rate,
-            "snapshots": len(self.pool.snapshots),
-            **{f"main/{k}": round(v, 5) for k, v in learner_stats.items()},
+            "win_rate_vs_random": dict(self.win_rates),
+            "snapshots": len(self.pool.snapshots) if self.pool else 0,
+            **{f"{pid}/{k}": round(v, 5) for pid, st in learner_stats.items() for k, v in st.items()},
             "operators": metrics.get("operators", {}),
         }
         self.history.append(row)
         if self.cfg.verbose:
-            wr = "-" if self._last_win_rate is None else f"{self._last_win_rate:.3f}"
+            wr = " ".join(f"{pid}={w:.3f}" for pid, w in self.win_rates.items()) or "-"
             print(
                 f"iter {self.iteration:4d}  steps {self._env_steps:9d}  steps/s {row['env_steps_per_s']:8.1f}  "
-                f"win_rate_vs_random {wr}  snapshots {row['snapshots']:2d}  "
-                f"entropy {learner_stats.get('entropy', float('nan')):.3f}",
+                f"win_rate_vs_random {wr}  snapshots {row['snapshots']:2d}",
                 flush=True,
             )
         return row
@@ -173,17 +186,28 @@ class Trainer:
             (stop.env_steps and self._env_steps >= stop.env_steps)
             or (stop.iterations and self.iteration >= stop.iterations)
             or (stop.time_s and elapsed >= stop.time_s)
-            or (stop.win_rate and self._last_win_rate is not None and self._last_win_rate >= stop.win_rate)
+            or (stop.win_rate and self.win_rates and min(self.win_rates.values()) >= stop.win_rate)
         )
+
+    def _record_outcomes(self, episodes: list[dict[str, Any]]) -> None:
+        if self.pool is not None:
+            self.pool.record(episodes)
+            return
+        for ep in episodes:  # learning policies against each other (two-seat games)
+            seats = list(ep["policies"].items())
+            if len(seats) == 2 and seats[0][1] != seats[1][1]:
+                self.payoff.update(seats[0][1], seats[1][1], ep["outcome"][seats[0][0]])
 
     # League ---------------------------------------------------------------------
     def _snapshot(self) -> None:
         import ray
 
-        weights = self.learner.get_weights([MAIN])[MAIN]
+        main = self.pool.main
+        weights = self.learner.get_weights([main])[main]
         snap, evicted = self.pool.add_snapshot(weights, self.iteration)
         weights_ref = ray.put(snap.weights)
-        calls = [s.add_policy.remote(snap.policy_id, self.algorithm, weights_ref, learns=False) for s in self.samplers]
+        algo = self.algorithms[main]
+        calls = [s.add_policy.remote(snap.policy_id, algo, weights_ref, learns=False) for s in self.samplers]
         matchups = self.pool.matchups()
         calls += [s.set_matchups.remote(matchups) for s in self.samplers]
         # Evicted snapshots stay loaded on samplers until episodes using them are over;
@@ -193,21 +217,24 @@ class Trainer:
 
     def _start_eval(self) -> None:
         per = max(1, self.cfg.eval.episodes // len(self.samplers))
-        matchups = OpponentSampling(MAIN, {EVAL_OPPONENT: 1.0})
-        self._pending_eval = [s.evaluate.remote(per, matchups) for s in self.samplers]
+        for pid in self.learning:
+            matchups = OpponentSampling(pid, {EVAL_OPPONENT: 1.0})
+            self._pending_eval.append((pid, [s.evaluate.remote(per, matchups) for s in self.samplers]))
 
     def _collect_eval(self, block: bool) -> None:
         import ray
 
-        if not self._pending_eval:
+        refs = [r for _, rs in self._pending_eval for r in rs]
+        if not refs:
             return
-        ready, _ = ray.wait(self._pending_eval, num_returns=len(self._pending_eval), timeout=None if block else 0)
-        if len(ready) < len(self._pending_eval):
+        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=None if block else 0)
+        if len(ready) < len(refs):
             return
-        episodes = [e for eps in ray.get(self._pending_eval) for e in eps]
+        for pid, rs in self._pending_eval:
+            episodes = [e for eps in ray.get(rs) for e in eps]
+            wins = sum(1 for e in episodes for a, p in e["policies"].items() if p == pid and e["outcome"][a] == "win")
+            self.win_rates[pid] = wins / max(len(episodes), 1)
         self._pending_eval = []
-        wins = sum(1 for e in episodes for a, p in e["policies"].items() if p == MAIN and e["outcome"][a] == "win")
-        self._last_win_rate = wins / max(len(episodes), 1)
 
     # Output ---------------------------------------------------------------------
     def _summary(self, elapsed: float) -> dict[str, Any]:
@@ -216,8 +243,10 @@ class Trainer:
             "env_steps": self._env_steps,
             "wall_time_s": round(elapsed, 1),
             "env_steps_per_s": round(self._env_steps / max(elapsed, 1e-9), 1),
-            "final_win_rate_vs_random": self._last_win_rate,
-            "snapshots": [s.policy_id for s in self.pool.snapshots],
+            "final_win_rate_vs_random": min(self.win_rates.values()) if self.win_rates else None,
+            "win_rates_vs_random": dict(self.win_rates),
+            "snapshots": [s.policy_id for s in self.pool.snapshots] if self.pool else [],
+            "payoff": self.payoff.to_dict(),
             "config": asdict(self.cfg),
         }
 
@@ -229,13 +258,22 @@ class Trainer:
         target = ckpt_dir / name
         tmp = ckpt_dir / f".{name}.tmp"
         tmp.mkdir(parents=True, exist_ok=True)
-        policies = {MAIN: {k: torch.from_numpy(v) for k, v in self.learner.get_weights([MAIN])[MAIN].items()}}
-        for snap in self.pool.snapshots:
+        weights = self.learner.get_weights(self.learning)
+        policies = {pid: {k: torch.from_numpy(v) for k, v in w.items()} for pid, w in weights.items()}
+        for snap in self.pool.snapshots if self.pool else []:
             policies[snap.policy_id] = {k: torch.from_numpy(v) for k, v in snap.weights.items()}
         torch.save(policies, tmp / "policies.pt")
-        (tmp / "learner_main.pt").write_bytes(self.learner.get_state(MAIN))
+        for pid in self.learning:
+            (tmp / f"learner_{pid}.pt").write_bytes(self.learner.get_state(pid))
+        league_state = {
+            "iteration": self.iteration,
+            "env_steps": self._env_steps,
+            "learning": self.learning,
+            "pool": self.pool.state() if self.pool else None,
+            "payoff": self.payoff.to_dict(),
+        }
         with open(tmp / "league.json", "w") as f:
-            json.dump({"iteration": self.iteration, "env_steps": self._env_steps, "pool": self.pool.state()}, f)
+            json.dump(league_state, f)
         with open(tmp / "config.json", "w") as f:
             json.dump(asdict(self.cfg), f, indent=2)
         if target.exists():

@@ -91,3 +91,33 @@ def test_selfplay_trainer_runs_two_iterations_on_ray(ray_session, tmp_path):
     league_state = json.loads((ckpt / "league.json").read_text())
     assert league_state["iteration"] == 2
     assert json.loads((tmp_path / "summary.json").read_text())["iterations"] == 2
+
+
+@pytest.mark.ray
+def test_multi_policy_trainer_composes_fragments(ray_session, tmp_path):
+    from league.trainer import Trainer
+
+    small = {"train_batch_size": 200, "minibatch_size": 100, "num_epochs": 1}
+    cfg = parse_run_config(
+        {
+            "policies": {
+                "ppo_a": {"algo": "ppo", "params": small},
+                "ppo_b": {"algo": "ppo", "params": {**small, "train_batch_size": 400, "lr": 1e-3}},
+            },
+            "sampler": {"num_samplers": 1, "num_envs": 4, "fragment_length": 40, "num_cpus": 0, "mode": "bulk_sync"},
+            "eval": {"interval": 2, "episodes": 6},
+            "stop": {"iterations": 4, "time_s": 0, "env_steps": 0},
+            "verbose": False,
+        }
+    )
+    trainer = Trainer(cfg, tmp_path)
+    try:
+        summary = trainer.train()
+        assert "PerPolicyFragments" in str(trainer.plan)
+        assert set(summary["win_rates_vs_random"]) == {"ppo_a", "ppo_b"}
+        learner_stats = trainer.plan.metrics.snapshot()["learner"]
+        assert set(learner_stats) == {"ppo_a", "ppo_b"}
+    finally:
+        trainer.close()
+    policies = torch.load(tmp_path / "checkpoints" / "final" / "policies.pt", weights_only=True)
+    assert set(policies) == {"ppo_a", "ppo_b"}

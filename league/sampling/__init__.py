@@ -1,7 +1,14 @@
 """Samplers: env copies stepped in lock-step with batched inference, on Ray or in-process."""
 
 from league.sampling.env_runner import EnvFailure, EnvRunner
-from league.sampling.matchups import FixedMatchups, FunctionMatchups, Matchup, MatchupSource, OpponentSampling
+from league.sampling.matchups import (
+    FixedMatchups,
+    FunctionMatchups,
+    Matchup,
+    MatchupSource,
+    OpponentSampling,
+    UniformMatchups,
+)
 from league.sampling.sampler import Sampler, make_remote_samplers
 
 __all__ = [
@@ -14,4 +21,5 @@ __all__ = [
     "FixedMatchups",
     "FunctionMatchups",
     "OpponentSampling",
+    "UniformMatchups",
 ]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Matchup", "MatchupSource", "FixedMatchups", "FunctionMatchups", "OpponentSampling"]
+__all__ = ["Matchup", "MatchupSource", "FixedMatchups", "FunctionMatchups", "OpponentSampling", "UniformMatchups"]
 
 
 @dataclass(frozen=True)
@@ -85,3 +85,21 @@ class OpponentSampling(MatchupSource):
             policies[a] = self.learner if a == seat else self.opponent_ids[int(rng.choice(len(self.probs), p=self.probs))]
         learning = frozenset(a for a, p in policies.items() if p == self.learner)
         return Matchup(policies, learning)
+
+
+class UniformMatchups(MatchupSource):
+    """Every seat draws its policy uniformly from ``policy_ids`` each episode; all seats learn.
+
+    The simplest way to let several learning policies (possibly of different algorithms)
+    play each other and themselves.
+    """
+
+    def __init__(self, policy_ids: Sequence[str]) -> None:
+        if not policy_ids:
+            raise ValueError("UniformMatchups needs at least one policy id")
+        self.policy_ids = list(policy_ids)
+
+    def next_matchup(self, agents: Sequence[str], episode_index: int, rng: np.random.Generator) -> Matchup:
+        """Independent uniform draws per seat."""
+        picks = rng.integers(len(self.policy_ids), size=len(agents))
+        return Matchup({a: self.policy_ids[int(k)] for a, k in zip(agents, picks)})
