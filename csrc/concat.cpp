@@ -10,6 +10,13 @@ namespace league {
 
 namespace {
 
+// The common case, accepted as is: a C-contiguous numeric array with rows.
+bool is_plain_c_array(PyObject* obj) {
+  if (!py::isinstance<py::array>(obj)) return false;
+  auto a = py::reinterpret_borrow<py::array>(obj);
+  return a.ndim() >= 1 && (a.flags() & py::array::c_style) && a.dtype().kind() != 'O';
+}
+
 struct Copy {
   char* dst;
   const char* src;
@@ -41,19 +48,24 @@ py::dict concat_columns(const py::sequence& batches) {
       }
     }
     for (size_t c = 0; c < nc; ++c) {
-      const std::string cname = names[c].cast<std::string>();
-      if (!d.contains(names[c])) {
-        throw py::value_error("concat: column '" + cname + "' is in batch 0 but missing from batch " +
-                              std::to_string(b));
+      // Column names are only turned into std::string on the error paths:
+      // this loop runs batches x columns times.
+      PyObject* value = PyDict_GetItemWithError(d.ptr(), names[c].ptr());
+      if (value == nullptr) {
+        if (PyErr_Occurred()) throw py::error_already_set();
+        throw py::value_error("concat: column '" + names[c].cast<std::string>() +
+                              "' is in batch 0 but missing from batch " + std::to_string(b));
       }
-      py::array a = as_c_contiguous(d[names[c]], "column '" + cname + "'");
+      py::array a = is_plain_c_array(value)
+                        ? py::reinterpret_borrow<py::array>(value)
+                        : as_c_contiguous(value, "column '" + names[c].cast<std::string>() + "'");
       if (b > 0) {
         const py::array& a0 = inputs[c][0];
         bool same = a.ndim() == a0.ndim() && a.dtype().equal(a0.dtype());
         for (py::ssize_t k = 1; same && k < a.ndim(); ++k) same = a.shape(k) == a0.shape(k);
         if (!same) {
-          throw py::value_error("concat: column '" + cname + "' has " + describe_array(a) + " in batch " +
-                                std::to_string(b) + " but " + describe_array(a0) + " in batch 0");
+          throw py::value_error("concat: column '" + names[c].cast<std::string>() + "' has " + describe_array(a) +
+                                " in batch " + std::to_string(b) + " but " + describe_array(a0) + " in batch 0");
         }
       }
       total_rows[c] += a.shape(0);

@@ -30,13 +30,14 @@ buffer kind and arguments and one such per-policy record, with arrays prefixed `
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import operator
 import os
 import threading
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -303,15 +304,19 @@ class MultiAgentReplayBuffer:
         with _open_npz(path) as (meta, arrays):
             _expect(meta, "format", _MULTI_FORMAT, path)
             kind = meta.get("buffer_kind")
-            buffer_class = {"uniform": ReplayBuffer, "prioritized": PrioritizedReplayBuffer}.get(kind)  # type: ignore[arg-type]
+            kinds: dict[Any, type[ReplayBuffer]] = {"uniform": ReplayBuffer, "prioritized": PrioritizedReplayBuffer}
+            buffer_class = kinds.get(kind)
             kwargs, records = meta.get("buffer_kwargs"), meta.get("policies")
             if buffer_class is None or not isinstance(kwargs, dict) or not isinstance(records, list):
                 raise ReplayFileError(f"{os.fspath(path)}: malformed multi-agent replay metadata")
-            out = cls(buffer_class, **kwargs)
+            try:
+                out = cls(buffer_class, **kwargs)
+            except (TypeError, ValueError) as e:
+                raise ReplayFileError(f"{os.fspath(path)}: bad buffer arguments {kwargs!r}: {e}") from e
             for k, record in enumerate(records):
                 if not isinstance(record, dict) or not isinstance(record.get("policy_id"), str):
                     raise ReplayFileError(f"{os.fspath(path)}: malformed policy record {k}")
-                out.buffers[record["policy_id"]] = _restore(buffer_class, record, arrays, f"p{k}/", path)
+                out.buffers[record["policy_id"]] = _restore(buffer_class, record, arrays, f"p{k}/", path, exact=True)
             return out
 
 
@@ -335,35 +340,28 @@ def _write_npz(path: str | os.PathLike[str], meta: dict[str, Any], arrays: dict[
             os.remove(tmp)
 
 
-class _open_npz:
-    """Context manager yielding ``(meta, npz)``; every read error becomes ReplayFileError."""
-
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = os.fspath(path)
-        self.npz: Any = None
-
-    def __enter__(self) -> tuple[dict[str, Any], Any]:
+@contextlib.contextmanager
+def _open_npz(path: str | os.PathLike[str]) -> Iterator[tuple[dict[str, Any], Any]]:
+    """Yield ``(meta, npz)`` of a replay file; every read error becomes ReplayFileError."""
+    where, npz = os.fspath(path), None
+    try:
         try:
-            self.npz = np.load(self.path, allow_pickle=False)
-            if not isinstance(self.npz, np.lib.npyio.NpzFile):
-                raise ReplayFileError(f"{self.path} is a single .npy array, not a league replay file")
-            raw = self.npz["meta"]
+            npz = np.load(where, allow_pickle=False)
+            if not isinstance(npz, np.lib.npyio.NpzFile):
+                raise ReplayFileError(f"{where} is a single .npy array, not a league replay file")
+            raw = npz["meta"]
             meta = json.loads(raw.tobytes().decode()) if raw.dtype == np.uint8 else None
-        except ReplayFileError:
-            self.__exit__()
-            raise
-        except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile, UnicodeDecodeError) as e:
-            self.__exit__()
-            raise ReplayFileError(f"{self.path} is not a readable league replay file "
+        except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile) as e:
+            if isinstance(e, ReplayFileError):
+                raise
+            raise ReplayFileError(f"{where} is not a readable league replay file "
                                   f"(truncated or foreign): {type(e).__name__}: {e}") from e
         if not isinstance(meta, dict):
-            self.__exit__()
-            raise ReplayFileError(f"{self.path} has no league replay metadata")
-        return meta, self.npz
-
-    def __exit__(self, *exc: object) -> None:
-        if self.npz is not None and hasattr(self.npz, "close"):
-            self.npz.close()
+            raise ReplayFileError(f"{where} has no league replay metadata")
+        yield meta, npz
+    finally:
+        if npz is not None and hasattr(npz, "close"):
+            npz.close()
 
 
 def _expect(meta: dict[str, Any], key: str, value: Any, path: str | os.PathLike[str]) -> None:
@@ -374,10 +372,11 @@ def _expect(meta: dict[str, Any], key: str, value: Any, path: str | os.PathLike[
 
 
 def _restore(cls: type[ReplayBuffer], meta: dict[str, Any], npz: Any, prefix: str,
-             path: str | os.PathLike[str]) -> ReplayBuffer:
+             path: str | os.PathLike[str], exact: bool = False) -> ReplayBuffer:
+    """Rebuild one buffer from its metadata record and arrays; ``exact`` forbids a kind switch."""
     where = os.fspath(path)
     kind = meta.get("kind")
-    if cls is ReplayBuffer and kind == PrioritizedReplayBuffer._kind:
+    if not exact and cls is ReplayBuffer and kind == PrioritizedReplayBuffer._kind:
         cls = PrioritizedReplayBuffer
     if kind != cls._kind:
         raise ReplayFileError(f"{where} holds a {kind!r} buffer; {cls.__name__}.load reads {cls._kind!r} ones")
@@ -385,8 +384,16 @@ def _restore(cls: type[ReplayBuffer], meta: dict[str, Any], npz: Any, prefix: st
         names = meta["columns"]
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
             raise TypeError("columns must be a list of names")
+        expected = {f"{prefix}column_{i}" for i in range(len(names))}
+        if kind == "prioritized":
+            expected.add(f"{prefix}leaf_values")
+        present = {k for k in npz.files if k != "meta" and k.startswith(prefix)}
+        if present != expected:
+            raise ValueError(f"arrays {sorted(present)} do not match the metadata (expected {sorted(expected)})")
         buf = cls.__new__(cls)
         alpha = meta["alpha"] if kind == "prioritized" else None
+        if kind == "prioritized" and (isinstance(alpha, bool) or not isinstance(alpha, (int, float))):
+            raise TypeError(f"alpha must be a number, got {alpha!r}")
         buf._core = _core.ReplayCore(int(meta["capacity"]), 0, alpha)
         columns = [(name, npz[f"{prefix}column_{i}"]) for i, name in enumerate(names)]
         leaves = npz[f"{prefix}leaf_values"] if kind == "prioritized" else None
