@@ -73,6 +73,8 @@ class LeagueConfig:
     max_snapshots: int = 20  # oldest dropped beyond this
     self_play_prob: float = 0.5  # probability of playing the current policy itself
     opponent_sampling: str = "uniform"  # uniform | pfsp (over snapshots)
+    # Fixed league members and their constant share of training games, e.g. {random: 0.1}.
+    fixed_opponents: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -192,6 +194,11 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
         raise ValueError(f"league.opponent_sampling must be 'uniform' or 'pfsp', got '{cfg.league.opponent_sampling}'")
     if not 0.0 <= cfg.league.self_play_prob <= 1.0:
         raise ValueError(f"league.self_play_prob must lie in [0, 1], got {cfg.league.self_play_prob}")
+    unknown_fixed = sorted(set(cfg.league.fixed_opponents) - {"random"})
+    if unknown_fixed:
+        raise ValueError(f"league.fixed_opponents has unknown player(s) {unknown_fixed}; known: ['random']")
+    if sum(cfg.league.fixed_opponents.values()) + cfg.league.self_play_prob > 1.0 + 1e-9:
+        raise ValueError("league.fixed_opponents shares plus league.self_play_prob must sum to <= 1")
     if cfg.eval.opponent != "random":
         raise ValueError(f"eval.opponent '{cfg.eval.opponent}' is not supported (known: random)")
     return cfg

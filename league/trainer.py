@@ -88,6 +88,7 @@ class Trainer:
                 max_snapshots=cfg.league.max_snapshots,
                 opponent_sampling=cfg.league.opponent_sampling,
                 payoff=self.payoff,
+                fixed_opponents=cfg.league.fixed_opponents,
             )
             matchups = self.pool.matchups()
         else:
@@ -114,6 +115,7 @@ class Trainer:
     # Loop -----------------------------------------------------------------------
     def train(self) -> dict[str, Any]:
         """Run until a stop criterion; returns the final summary (also written to disk)."""
+        self.run_dir.mkdir(parents=True, exist_ok=True)
         self.setup()
         if self.cfg.verbose:
             print(f"league-train: plan\n{self.plan}", flush=True)
@@ -171,6 +173,8 @@ class Trainer:
             "operators": metrics.get("operators", {}),
         }
         self.history.append(row)
+        with open(self.run_dir / "metrics.jsonl", "a") as f:
+            f.write(json.dumps(row) + "\n")
         if self.cfg.verbose:
             wr = " ".join(f"{pid}={w:.3f}" for pid, w in self.win_rates.items()) or "-"
             print(

@@ -91,6 +91,8 @@ def test_selfplay_trainer_runs_two_iterations_on_ray(ray_session, tmp_path):
     league_state = json.loads((ckpt / "league.json").read_text())
     assert league_state["iteration"] == 2
     assert json.loads((tmp_path / "summary.json").read_text())["iterations"] == 2
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["iteration"] for r in rows] == [1, 2] and "main/policy_loss" in rows[-1]
 
 
 @pytest.mark.ray

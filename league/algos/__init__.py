@@ -4,14 +4,29 @@ from __future__ import annotations
 
 from typing import Any
 
-from league.algos.base import Algorithm
+from league.algos.a2c import A2C, A2CConfig
+from league.algos.base import Algorithm, PolicyState
+from league.algos.impala import APPO, IMPALA, APPOConfig, IMPALAConfig
 from league.algos.ppo import PPO, PPOConfig
 from league.envs.base import AgentSpec
 
-__all__ = ["Algorithm", "PPO", "PPOConfig", "ALGORITHMS", "make_algorithm"]
+__all__ = [
+    "Algorithm",
+    "PolicyState",
+    "PPO",
+    "PPOConfig",
+    "A2C",
+    "A2CConfig",
+    "IMPALA",
+    "IMPALAConfig",
+    "APPO",
+    "APPOConfig",
+    "ALGORITHMS",
+    "make_algorithm",
+]
 
 #: Registered algorithms by name.
-ALGORITHMS: dict[str, type[Algorithm]] = {PPO.name: PPO}
+ALGORITHMS: dict[str, type[Algorithm]] = {cls.name: cls for cls in (PPO, A2C, IMPALA, APPO)}
 
 
 def make_algorithm(name: str, agent_spec: AgentSpec, config: dict[str, Any] | None = None) -> Algorithm:

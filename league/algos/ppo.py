@@ -15,13 +15,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from league.algos.base import Algorithm, PolicyState, batch_to_tensors
-from league.algos.models import build_model
+from league.algos.actor_critic import ActorCriticAlgorithm
+from league.algos.base import PolicyState, batch_to_tensors
 from league.algos.postprocessing import compute_gae
-from league.algos.torch_policy import ActorCriticPolicy, masked_logits
+from league.algos.torch_policy import masked_logits
 from league.batch import Columns as C
 from league.batch import SampleBatch
-from league.policy import Policy
 
 __all__ = ["PPOConfig", "PPO"]
 
@@ -53,20 +52,11 @@ class PPOConfig:
             raise ValueError(f"ppo.gamma and ppo.lam must lie in [0, 1], got {self.gamma}, {self.lam}")
 
 
-class PPO(Algorithm):
+class PPO(ActorCriticAlgorithm):
     """PPO for discrete (optionally masked) actions."""
 
     name = "ppo"
     config_class = PPOConfig
-
-    def make_model(self) -> nn.Module:
-        """Actor-critic model chosen by ``config.model``."""
-        spec = self.agent_spec
-        return build_model(self.config.model, spec.obs_shape, spec.num_actions, **self.config.model_kwargs)
-
-    def make_policy(self, seed: int | None = None, learns: bool = True) -> Policy:
-        """Sampler-side policy: stochastic masked actions with logp and value."""
-        return ActorCriticPolicy(self.make_model(), learns=learns, seed=seed)
 
     def postprocess_trajectory(self, traj: SampleBatch, next_step: Mapping[str, np.ndarray] | None) -> SampleBatch:
         """Adds ``advantages`` and ``value_targets`` (GAE) to one agent's trajectory chunk,

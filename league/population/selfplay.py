@@ -1,8 +1,8 @@
 """Self-play with a pool of frozen snapshots: the simplest league recipe.
 
-One learning policy (``main``) plays itself with probability ``self_play_prob`` and
-otherwise a frozen snapshot of its past versions, drawn uniformly or by PFSP from the
-payoff table. The pool turns this into a :class:`~league.sampling.OpponentSampling`
+One learning policy (``main``) plays itself with probability ``self_play_prob``, each
+fixed league member (e.g. a scripted player) with its configured share, and otherwise a
+frozen snapshot of its past versions, drawn uniformly or by PFSP from the payoff table. The pool turns this into a :class:`~league.sampling.OpponentSampling`
 matchup source for samplers, and records training outcomes in the payoff table.
 """
 
@@ -40,6 +40,7 @@ class SelfPlayPool:
         max_snapshots: int = 20,
         opponent_sampling: str = "uniform",
         payoff: PayoffTable | None = None,
+        fixed_opponents: Mapping[str, float] | None = None,
     ) -> None:
         if max_snapshots < 1:
             raise ValueError(f"max_snapshots must be >= 1, got {max_snapshots}")
@@ -50,6 +51,13 @@ class SelfPlayPool:
         self.payoff = payoff or PayoffTable(decay=0.99, min_games=5)
         self.snapshots: list[Snapshot] = []
         self._version = 0
+        # Fixed league members (e.g. scripted players) with a constant share of training games.
+        self.fixed_opponents = dict(fixed_opponents or {})
+        share = sum(self.fixed_opponents.values())
+        if any(p < 0 for p in self.fixed_opponents.values()) or share + self.self_play_prob > 1.0 + 1e-9:
+            raise ValueError(
+                f"fixed opponent shares {self.fixed_opponents} plus self_play_prob {self.self_play_prob} must be >= 0 and sum to <= 1"
+            )
 
     def add_snapshot(self, weights: Mapping[str, np.ndarray], iteration: int) -> tuple[Snapshot, Snapshot | None]:
         """Freeze ``weights`` as a new snapshot; returns it and the evicted oldest one (or None)."""
@@ -61,13 +69,16 @@ class SelfPlayPool:
 
     def opponent_probabilities(self) -> dict[str, float]:
         """Policy id -> probability of being the next training opponent."""
+        fixed = sum(self.fixed_opponents.values())
+        out = {pid: p for pid, p in self.fixed_opponents.items() if p > 0}
         if not self.snapshots:
-            return {self.main: 1.0}
+            out[self.main] = 1.0 - fixed
+            return out
         ids = [s.policy_id for s in self.snapshots]
         probs = self.matchmaker.probabilities(self.main, ids, self.payoff)
-        out = {self.main: self.self_play_prob}
+        out[self.main] = self.self_play_prob
         for pid, p in zip(ids, probs):
-            out[pid] = (1.0 - self.self_play_prob) * float(p)
+            out[pid] = (1.0 - self.self_play_prob - fixed) * float(p)
         return out
 
     def matchups(self) -> OpponentSampling:

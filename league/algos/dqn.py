@@ -1,0 +1,400 @@
+"""Deep Q-learning (Mnih et al. 2015) with the Rainbow pieces that matter most for board games:
+double Q (van Hasselt et al. 2016), dueling heads (Wang et al. 2016), n-step returns and
+proportional prioritized replay (Schaul et al. 2016), all with action masking.
+
+Data path. The sampler acts epsilon-greedily (:class:`~league.algos.q_policy.EpsilonGreedyQPolicy`)
+and :meth:`DQN.postprocess_trajectory` turns each chunk into n-step transitions (columns
+``n_step_returns``, ``discounts`` = gamma^k or 0 after termination, ``next_obs``,
+``next_action_mask``). The plan stores them in a per-policy replay buffer and trains on
+replayed batches, ``training_intensity`` replayed rows per stored row;
+:meth:`DQN.learn` is one gradient step on a masked double-Q TD loss.
+
+Priorities. For a batch that carries importance ``weights`` (a prioritized sample),
+``learn`` returns, besides its float statistics, ``td_error``: a float32 numpy array of
+``|TD error|`` per row. The plan's :class:`UpdatePriorities` operator removes that array
+from the statistics (so reporting only ever sees floats) and writes it back to the buffer.
+
+Target network: ``state.extra["target_model"]`` (from :meth:`DQN.init_extra_state`), refreshed
+every ``target_update_interval`` gradient updates (a copy, or Polyak averaging if ``tau < 1``).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from league.algos.base import Algorithm, PolicyState, batch_to_tensors
+from league.algos.q_models import build_q_model, masked_argmax
+from league.algos.q_policy import EpsilonGreedyQPolicy
+from league.algos.schedules import LinearSchedule, Schedule
+from league.batch import Columns as C
+from league.batch import MultiAgentBatch, SampleBatch
+from league.flow.stages import Operator
+from league.replay import MultiAgentReplayBuffer, PrioritizedReplayBuffer, ReplayBuffer
+
+__all__ = ["DQNConfig", "DQN", "n_step_transitions", "IntensityGatedReplay", "UpdatePriorities", "CountTrainSteps"]
+
+TARGET_MODEL = "target_model"
+N_STEP_RETURNS = "n_step_returns"
+DISCOUNTS = "discounts"
+NEXT_ACTION_MASK = "next_action_mask"
+TD_ERROR = "td_error"
+
+
+@dataclass
+class DQNConfig:
+    """DQN hyperparameters. Step units: ``epsilon_steps`` counts this policy's exploring agent
+    steps per sampler; ``learning_starts`` and ``buffer_size`` count stored rows per policy;
+    ``target_update_interval`` and ``beta_steps`` count gradient updates; ``training_intensity``
+    is replayed rows per stored row."""
+
+    lr: float = 5e-4
+    gamma: float = 0.99
+    n_step: int = 3
+    double_q: bool = True
+    dueling: bool = True
+    loss: str = "huber"  # "huber" (delta huber_delta) or "mse" (0.5 * td^2)
+    huber_delta: float = 1.0
+    max_grad_norm: float | None = 10.0  # None: no clipping
+    train_batch_size: int = 64
+    training_intensity: float = 8.0  # rows replayed per row stored (per policy)
+    buffer_size: int = 50_000
+    learning_starts: int = 1_000
+    prioritized_replay: bool = True
+    alpha: float = 0.6
+    beta: float = 0.4
+    beta_final: float = 1.0
+    beta_steps: int = 0  # 0: beta stays at `beta`
+    priority_eps: float = 1e-6
+    replay_seed: int | None = None
+    target_update_interval: int = 500
+    tau: float = 1.0
+    epsilon_start: float = 1.0
+    epsilon_final: float = 0.05
+    epsilon_steps: int = 10_000
+    model: str = "auto"
+    model_kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        positive = ("lr", "n_step", "huber_delta", "train_batch_size", "training_intensity",
+                    "buffer_size", "priority_eps", "target_update_interval")
+        for name in positive:
+            if not getattr(self, name) > 0:
+                raise ValueError(f"dqn.{name} must be positive, got {getattr(self, name)}")
+        for name in ("n_step", "train_batch_size", "buffer_size",
+                     "learning_starts", "target_update_interval", "epsilon_steps", "beta_steps"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"dqn.{name} must be an integer >= 0, got {value!r}")
+        for name in ("gamma", "alpha", "beta", "beta_final", "epsilon_start", "epsilon_final"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ValueError(f"dqn.{name} must lie in [0, 1], got {getattr(self, name)}")
+        if not 0 < self.tau <= 1:
+            raise ValueError(f"dqn.tau must lie in (0, 1], got {self.tau}")
+        if self.loss not in ("huber", "mse"):
+            raise ValueError(f"dqn.loss must be 'huber' or 'mse', got {self.loss!r}")
+        if self.max_grad_norm is not None and not self.max_grad_norm > 0:
+            raise ValueError(f"dqn.max_grad_norm must be positive or None, got {self.max_grad_norm}")
+
+
+def n_step_transitions(
+    obs: np.ndarray, masks: np.ndarray, rewards: np.ndarray,
+    next_obs: np.ndarray | None, next_mask: np.ndarray | None, n: int, gamma: float,
+) -> dict[str, np.ndarray]:
+    """n-step transitions for one chunk of ``T`` consecutive rows of one agent's episode.
+
+    ``next_obs``/``next_mask`` describe the state after the chunk's last row; ``None``
+    means the chunk ended in termination. Row ``t`` sums ``k = min(n, T - t)`` rewards, so
+    rows within ``n`` of the chunk's end look only as far as the state after the chunk, and
+    bootstraps from row ``t + k``'s state with discount ``gamma**k`` (0 when that state is
+    the terminal one). Returns ``n_step_returns``, ``discounts`` (float32 ``[T]``),
+    ``next_obs`` and ``next_action_mask`` (that state's observation and mask; zeros and
+    ones after termination).
+    """
+    steps = len(rewards)
+    terminated = next_obs is None
+    if terminated:
+        next_obs = np.zeros_like(obs[:1])
+        next_mask = np.ones_like(masks[:1])
+    else:
+        next_obs = np.asarray(next_obs, dtype=obs.dtype).reshape(obs[:1].shape)
+        next_mask = (np.ones_like(masks[:1]) if next_mask is None
+                     else np.asarray(next_mask, dtype=masks.dtype).reshape(masks[:1].shape))
+    k = np.minimum(n, steps - np.arange(steps))
+    # Zero padding makes every window n long; the rewards past the chunk it adds are 0.
+    padded = np.concatenate([rewards.astype(np.float64), np.zeros(n - 1)])
+    windows = np.lib.stride_tricks.sliding_window_view(padded, n)
+    returns = windows @ (float(gamma) ** np.arange(n))
+    discounts = float(gamma) ** k
+    bootstrap_row = np.arange(steps) + k  # == steps: the state after the chunk
+    if terminated:
+        discounts[bootstrap_row == steps] = 0.0
+    return {
+        N_STEP_RETURNS: returns.astype(np.float32),
+        DISCOUNTS: discounts.astype(np.float32),
+        C.NEXT_OBS: np.concatenate([obs, next_obs])[bootstrap_row],
+        NEXT_ACTION_MASK: np.concatenate([masks, next_mask])[bootstrap_row],
+    }
+
+
+class DQN(Algorithm):
+    """Double, dueling, n-step, prioritized DQN for discrete (optionally masked) actions."""
+
+    name = "dqn"
+    config_class = DQNConfig
+
+    # Sampler side ---------------------------------------------------------------
+    def make_model(self) -> nn.Module:
+        """A (dueling) Q-network over the model chosen by ``config.model``."""
+        cfg, spec = self.config, self.agent_spec
+        return build_q_model(cfg.model, spec.obs_shape, spec.num_actions, cfg.dueling, **cfg.model_kwargs)
+
+    def epsilon_schedule(self) -> Schedule:
+        """Linear decay from ``epsilon_start`` to ``epsilon_final`` over ``epsilon_steps``."""
+        cfg = self.config
+        return LinearSchedule(cfg.epsilon_start, cfg.epsilon_final, cfg.epsilon_steps)
+
+    def make_policy(self, seed: int | None = None, learns: bool = True) -> EpsilonGreedyQPolicy:
+        """Sampler-side masked epsilon-greedy policy (see :mod:`league.algos.q_policy`)."""
+        return EpsilonGreedyQPolicy(self.make_model(), self.epsilon_schedule(), learns=learns, seed=seed)
+
+    def postprocess_trajectory(self, traj: SampleBatch, next_step: Mapping[str, np.ndarray] | None) -> SampleBatch:
+        """Adds the n-step columns of :func:`n_step_transitions` to one chunk."""
+        cfg = self.config
+        next_obs = None if next_step is None else next_step[C.OBS]
+        next_mask = None if next_step is None else next_step.get(C.ACTION_MASK)
+        columns = n_step_transitions(
+            traj[C.OBS], traj[C.ACTION_MASK], traj[C.REWARDS], next_obs, next_mask, cfg.n_step, cfg.gamma
+        )
+        for name, column in columns.items():
+            traj[name] = column
+        return traj
+
+    # Learner side ---------------------------------------------------------------
+    def init_extra_state(self, model: nn.Module) -> dict[str, Any]:
+        """The target network: a frozen copy of ``model``."""
+        target = copy.deepcopy(model).eval()
+        target.requires_grad_(False)
+        return {TARGET_MODEL: target}
+
+    def update_target(self, state: PolicyState) -> None:
+        """``target <- tau * online + (1 - tau) * target`` (a plain copy when ``tau == 1``)."""
+        target, online = state.extra[TARGET_MODEL].state_dict(), state.model.state_dict()
+        with torch.no_grad():
+            for name, value in target.items():
+                if self.config.tau == 1.0 or not value.is_floating_point():
+                    value.copy_(online[name])
+                else:
+                    value.lerp_(online[name], self.config.tau)
+
+    def learn(self, state: PolicyState, batch: SampleBatch) -> dict[str, Any]:
+        """One gradient step on the (importance-weighted) TD loss of ``batch``.
+
+        Statistics are floats, plus ``td_error`` (float32 ``[B]`` numpy array of ``|TD error|``)
+        when the batch carries importance ``weights``; see the module docstring.
+        """
+        cfg = self.config
+        model, optimizer = state.model, state.optimizer
+        device = next(model.parameters()).device
+        names = [C.OBS, C.ACTIONS, N_STEP_RETURNS, DISCOUNTS, C.NEXT_OBS, NEXT_ACTION_MASK]
+        prioritized = C.WEIGHTS in batch
+        t = batch_to_tensors(batch, names + ([C.WEIGHTS] if prioritized else []), device)
+        model.train()
+        loss, td_error, stats = self.loss(model, state.extra[TARGET_MODEL], t)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if cfg.max_grad_norm is not None:
+            stats["grad_norm"] = nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm).item()
+        optimizer.step()
+        model.eval()
+        if not np.isfinite(stats["loss"]):
+            raise FloatingPointError(f"DQN loss became non-finite: {stats}")
+        out: dict[str, Any] = dict(stats)
+        if prioritized:
+            out[TD_ERROR] = td_error.abs().float().cpu().numpy()
+        return out
+
+    def loss(
+        self, model: nn.Module, target_model: nn.Module, mb: dict[str, torch.Tensor]
+    ) -> tuple[torch.Tensor, torch.Tensor, dict[str, float]]:
+        """Masked double-Q n-step TD loss; returns ``(loss, td_error [B], stats)``."""
+        cfg = self.config
+        q = model(mb[C.OBS]).gather(1, mb[C.ACTIONS].long().unsqueeze(1)).squeeze(1)
+        with torch.no_grad():
+            next_q_target = target_model(mb[C.NEXT_OBS])
+            # Double Q: the online net picks the next action, the target net values it.
+            chooser = model(mb[C.NEXT_OBS]) if cfg.double_q else next_q_target
+            next_action = masked_argmax(chooser, mb[NEXT_ACTION_MASK])
+            next_value = next_q_target.gather(1, next_action.unsqueeze(1)).squeeze(1)
+            targets = mb[N_STEP_RETURNS] + mb[DISCOUNTS] * next_value
+        td_error = q - targets
+        if cfg.loss == "huber":
+            per_row = F.huber_loss(q, targets, reduction="none", delta=cfg.huber_delta)
+        else:
+            per_row = 0.5 * td_error.pow(2)
+        weights = mb.get(C.WEIGHTS)
+        if weights is not None:
+            # Rescaled so the batch's largest weight is 1: weights only ever scale updates
+            # down, and by how much does not depend on the rarest row in the whole buffer.
+            per_row = per_row * (weights / weights.max().clamp_min(1e-12))
+        loss = per_row.mean()
+        with torch.no_grad():
+            stats = {
+                "loss": loss.item(),
+                "mean_q": q.mean().item(),
+                "mean_target": targets.mean().item(),
+                "mean_abs_td_error": td_error.abs().mean().item(),
+            }
+        return loss, td_error.detach(), stats
+
+    # Plan ----------------------------------------------------------------------
+    def make_replay_buffer(self) -> MultiAgentReplayBuffer:
+        """A per-policy replay buffer as configured (prioritized or uniform)."""
+        cfg = self.config
+        if cfg.prioritized_replay:
+            return MultiAgentReplayBuffer(
+                PrioritizedReplayBuffer, capacity=cfg.buffer_size, alpha=cfg.alpha, seed=cfg.replay_seed
+            )
+        return MultiAgentReplayBuffer(ReplayBuffer, capacity=cfg.buffer_size, seed=cfg.replay_seed)
+
+    def plan_fragment(
+        self, rollouts: Any, learner: Any, policy_ids: list[str], buffer: MultiAgentReplayBuffer | None = None
+    ) -> Any:
+        """Store branch and replay branch, taking turns; outputs one item per training step::
+
+            [0] rollouts -> SelectExperiences -> StoreToReplayBuffer
+            [1] Replay -> TrainOneStep -> UpdatePriorities -> CountTrainSteps -> UpdateTargetNetwork
+
+        Each turn stores one rollout batch, then trains until ``training_intensity`` is met
+        (see :class:`IntensityGatedReplay`). ``buffer`` defaults to a new
+        :meth:`make_replay_buffer` (pass one to keep a handle on it).
+        """
+        from league.flow import Concurrently, Replay, SelectExperiences, StoreToReplayBuffer, TrainOneStep
+        from league.flow import UpdateTargetNetwork
+
+        cfg = self.config
+        buffer = self.make_replay_buffer() if buffer is None else buffer
+        beta = LinearSchedule(cfg.beta, cfg.beta_final, cfg.beta_steps) if cfg.prioritized_replay else None
+        replay_view = IntensityGatedReplay(
+            buffer, policy_ids, max(cfg.learning_starts, cfg.train_batch_size), cfg.training_intensity, beta
+        )
+        store = rollouts.for_each(SelectExperiences(policy_ids)).for_each(StoreToReplayBuffer(replay_view))
+        replay = Replay(replay_view, cfg.train_batch_size).for_each(TrainOneStep(learner, policy_ids))
+        if cfg.prioritized_replay:
+            replay = replay.for_each(UpdatePriorities(buffer, policy_ids, cfg.priority_eps))
+        # A counter of this fragment's own: plan-wide trained-step counters also count
+        # other policies' fragments when several run in one plan.
+        counter = f"num_train_steps[{','.join(policy_ids)}]"
+        replay = replay.for_each(CountTrainSteps(counter)).for_each(
+            UpdateTargetNetwork(learner, policy_ids, cfg.target_update_interval, counter=counter)
+        )
+        return Concurrently(
+            [store, replay], mode="round_robin", output_indexes=[1], round_robin_weights=[1, "*"], name="DQN"
+        )
+
+
+class IntensityGatedReplay:
+    """A DQN fragment's face of its multi-agent replay buffer, for ``StoreToReplayBuffer`` and ``Replay``.
+
+    ``add`` stores a ``MultiAgentBatch`` and counts its rows of ``policy_ids``.
+    ``sample(n)`` returns a ``MultiAgentBatch`` with ``n`` replayed rows per policy, or
+    ``None`` (``Replay`` then yields ``NOT_READY``) while some policy holds fewer than
+    ``min_size`` rows, or while replayed rows already reach ``training_intensity`` times
+    the rows stored since training began. That keeps the replay ratio independent of
+    how large the samplers' batches are. Prioritized draws use ``beta_schedule(draws)``.
+    """
+
+    def __init__(
+        self,
+        buffer: MultiAgentReplayBuffer,
+        policy_ids: list[str],
+        min_size: int,
+        training_intensity: float,
+        beta_schedule: Schedule | None = None,
+    ) -> None:
+        self.buffer = buffer
+        self.policy_ids = list(policy_ids)
+        self.min_size = min_size
+        self.training_intensity = training_intensity
+        self.beta_schedule = beta_schedule
+        self.rows_stored = 0  # per policy on average, since training began
+        self.rows_replayed = 0  # per policy
+        self.draws = 0
+        self._started = False
+
+    def add(self, batch: MultiAgentBatch) -> None:
+        """Store ``batch`` in the buffer."""
+        self.buffer.add(batch)
+        if self._started:
+            rows = sum(len(batch[p]) for p in self.policy_ids if p in batch)
+            self.rows_stored += rows / len(self.policy_ids)
+
+    def sample(self, batch_size: int) -> MultiAgentBatch | None:
+        """A replayed batch per policy, or ``None`` (see class docstring)."""
+        if not self._started:
+            if any(len(self.buffer.buffers.get(p, ())) < self.min_size for p in self.policy_ids):
+                return None
+            self._started = True
+        elif self.rows_replayed >= self.training_intensity * self.rows_stored:
+            return None
+        kwargs = {} if self.beta_schedule is None else {"beta": self.beta_schedule(self.draws)}
+        parts = {p: self.buffer.sample(p, batch_size, **kwargs) for p in self.policy_ids}
+        self.draws += 1
+        self.rows_replayed += batch_size
+        return MultiAgentBatch(parts, batch_size)
+
+
+class UpdatePriorities(Operator):
+    """Sets replayed rows' priorities to ``|TD error| + eps`` after a training step.
+
+    Takes a :class:`~league.flow.TrainResult` whose batch holds ``batch_indexes`` per
+    policy and whose statistics hold ``td_error`` arrays; removes those arrays from the
+    statistics (which the plan's metrics share) and passes the result on.
+    """
+
+    def __init__(self, buffer: MultiAgentReplayBuffer, policy_ids: list[str], eps: float = 1e-6) -> None:
+        if not callable(getattr(buffer, "update_priorities", None)):
+            raise TypeError(f"UpdatePriorities needs update_priorities() on the buffer: {type(buffer).__name__}")
+        if not eps > 0:
+            raise ValueError(f"UpdatePriorities eps must be positive, got {eps}")
+        self.buffer = buffer
+        self.policy_ids = list(policy_ids)
+        self.eps = float(eps)
+
+    def describe(self) -> str:
+        return f"UpdatePriorities(policies={self.policy_ids}, eps={self.eps:g})"
+
+    def __call__(self, item: Any, metrics: Any) -> Any:
+        batch, stats = item
+        for pid in self.policy_ids:
+            if pid not in stats:  # not trained this step (e.g. frozen)
+                continue
+            td_error = stats[pid].pop(TD_ERROR, None)
+            if td_error is None:
+                raise ValueError(f"learner stats of policy '{pid}' lack the '{TD_ERROR}' array")
+            indexes = batch[pid][C.BATCH_INDEXES]
+            if len(td_error) != len(indexes):
+                raise ValueError(f"policy '{pid}': {len(td_error)} TD errors for {len(indexes)} replayed rows")
+            self.buffer.update_priorities(pid, indexes, np.abs(td_error).astype(np.float64) + self.eps)
+        return item
+
+
+class CountTrainSteps(Operator):
+    """Adds 1 to the plan counter ``counter`` per item and passes the item on."""
+
+    def __init__(self, counter: str) -> None:
+        self.counter = counter
+
+    def describe(self) -> str:
+        return f"CountTrainSteps({self.counter!r})"
+
+    def __call__(self, item: Any, metrics: Any) -> Any:
+        metrics.counters[self.counter] += 1
+        return item

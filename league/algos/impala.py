@@ -1,0 +1,255 @@
+"""IMPALA (Espeholt et al. 2018) and APPO: asynchronous actor-critic with V-trace correction.
+
+Samplers act with possibly stale weights and record the behaviour policy's log-probability
+(``action_logp``) and, per chunk, the value to bootstrap from (``bootstrap_value``). The
+learner recomputes V-trace targets with its current policy (:mod:`league.algos.vtrace`) and
+takes gradient steps on
+
+- IMPALA: ``-logp * pg_advantage`` (the V-trace policy gradient);
+- APPO: PPO's clipped surrogate with the same V-trace advantages. The ratio is taken
+  against the learner's own policy at the start of the update (the "proximal" policy of
+  decoupled PPO, Hilton et al. 2021), because the behaviour policy's staleness is already
+  corrected by V-trace's clipped importance weights. With one SGD step per batch the
+  APPO gradient equals IMPALA's; its clipping matters over several epochs/minibatches.
+
+Both add ``vf_coef * 0.5 * (V - vs)^2`` and an entropy bonus. The plan overlaps sampling
+and learning through a :class:`~league.learn.learner_thread.LearnerThread`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+from torch import nn
+
+from league.algos.actor_critic import ActorCriticAlgorithm
+from league.algos.base import PolicyState, batch_to_tensors
+from league.algos.torch_policy import masked_logits
+from league.algos.vtrace import chunk_ends, vtrace
+from league.batch import Columns as C
+from league.batch import SampleBatch
+
+__all__ = ["IMPALAConfig", "APPOConfig", "IMPALA", "APPO", "learner_thread_plan"]
+
+#: Column holding the learner's log-probability of the taken action at the start of an update.
+LEARNER_LOGP = "learner_logp"
+
+_INPUTS = [C.OBS, C.ACTIONS, C.ACTION_MASK, C.ACTION_LOGP, C.REWARDS, C.BOOTSTRAP_VALUE]
+
+
+@dataclass
+class IMPALAConfig:
+    """IMPALA hyperparameters (``rho_bar``, ``c_bar``, ``pg_rho_bar``: V-trace's clipping thresholds)."""
+
+    name: ClassVar[str] = "impala"
+
+    lr: float = 5e-4
+    gamma: float = 0.99
+    vtrace_lambda: float = 1.0
+    rho_bar: float = 1.0
+    c_bar: float = 1.0
+    pg_rho_bar: float = 1.0
+    vf_coef: float = 0.5
+    entropy_coef: float = 0.01
+    train_batch_size: int = 500  # agent steps per policy per update
+    num_epochs: int = 1
+    minibatch_size: int | None = None  # None: the whole batch is one minibatch
+    max_grad_norm: float = 40.0
+    learner_queue_size: int = 16  # batches waiting for the learner thread
+    learner_queue_timeout_s: float = 300.0  # the plan fails if the learner takes nothing for this long
+    model: str = "auto"
+    model_kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for key in ("lr", "rho_bar", "c_bar", "pg_rho_bar", "train_batch_size", "num_epochs",
+                    "max_grad_norm", "learner_queue_size", "learner_queue_timeout_s"):
+            if not getattr(self, key) > 0:
+                raise ValueError(f"{self.name}.{key} must be positive, got {getattr(self, key)}")
+        if self.minibatch_size is not None and not self.minibatch_size > 0:
+            raise ValueError(f"{self.name}.minibatch_size must be positive or None, got {self.minibatch_size}")
+        if not 0 <= self.gamma <= 1 or not 0 <= self.vtrace_lambda <= 1:
+            raise ValueError(f"{self.name}.gamma and vtrace_lambda must lie in [0, 1], got {self.gamma}, {self.vtrace_lambda}")
+
+
+@dataclass
+class APPOConfig(IMPALAConfig):
+    """APPO hyperparameters: IMPALA's plus the surrogate's ``clip_param`` (and more SGD by default)."""
+
+    name: ClassVar[str] = "appo"
+
+    num_epochs: int = 2
+    minibatch_size: int | None = 256
+    max_grad_norm: float = 0.5
+    clip_param: float = 0.2
+    standardize_advantages: bool = True  # per minibatch, as PPO does
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.clip_param > 0:
+            raise ValueError(f"appo.clip_param must be positive, got {self.clip_param}")
+
+
+def _require_columns(batch: SampleBatch, names: list[str], algo: str) -> None:
+    missing = [n for n in names if n not in batch]
+    if missing:
+        raise ValueError(
+            f"{algo} cannot learn from a batch without columns {missing}; samplers must postprocess "
+            f"with this algorithm (its postprocess_trajectory writes {C.BOOTSTRAP_VALUE!r})"
+        )
+
+
+def _forward(model: nn.Module, mb: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Masked log-probabilities of all actions, of the taken actions, and values."""
+    logits, values = model(mb[C.OBS])
+    logp_all = torch.log_softmax(masked_logits(logits, mb[C.ACTION_MASK]), dim=-1)
+    logp = logp_all.gather(1, mb[C.ACTIONS].long().unsqueeze(1)).squeeze(1)
+    return logp_all, logp, values
+
+
+class IMPALA(ActorCriticAlgorithm):
+    """IMPALA for discrete (optionally masked) actions; the learner side runs in a thread."""
+
+    name = "impala"
+    config_class: ClassVar[type] = IMPALAConfig
+
+    def postprocess_trajectory(self, traj: SampleBatch, next_step: Mapping[str, np.ndarray] | None) -> SampleBatch:
+        """Adds ``bootstrap_value`` (every row: V of the state after the chunk, 0 after termination)."""
+        bootstrap = 0.0 if next_step is None else float(next_step[C.VF_PREDS][0])
+        traj[C.BOOTSTRAP_VALUE] = np.full(len(traj), bootstrap, dtype=np.float32)
+        return traj
+
+    def learn(self, state: PolicyState, batch: SampleBatch) -> dict[str, float]:
+        """V-trace targets with the current policy, then ``num_epochs`` of (minibatch) SGD."""
+        cfg = self.config
+        model, optimizer, rng = state.model, state.optimizer, state.rng
+        device = next(model.parameters()).device
+        _require_columns(batch, _INPUTS, self.name)
+        t = batch_to_tensors(batch, _INPUTS, device)
+        ends = torch.from_numpy(chunk_ends(batch)).to(device)
+        targets, out = self.vtrace_targets(model, t, ends)
+        t.update(targets)
+
+        model.train()
+        size = min(cfg.minibatch_size or len(batch), len(batch))
+        sums: dict[str, float] = {}
+        n_updates = 0
+        for _ in range(cfg.num_epochs):
+            order = torch.from_numpy(rng.permutation(len(batch))).to(device) if size < len(batch) else None
+            for start in range(0, len(batch), size):
+                mb = t if order is None else {k: v[order[start : start + size]] for k, v in t.items()}
+                loss, stats = self.loss(model, mb)
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                stats["grad_norm"] = nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm).item()
+                optimizer.step()
+                for k, v in stats.items():
+                    sums[k] = sums.get(k, 0.0) + v
+                n_updates += 1
+        model.eval()
+        out.update({k: v / max(n_updates, 1) for k, v in sums.items()})
+        out["num_sgd_updates"] = float(n_updates)
+        if not np.isfinite(out.get("total_loss", 0.0)):
+            raise FloatingPointError(f"{self.name} loss became non-finite: {out}")
+        return out
+
+    def vtrace_targets(
+        self, model: nn.Module, t: Mapping[str, torch.Tensor], ends: torch.Tensor
+    ) -> tuple[dict[str, torch.Tensor], dict[str, float]]:
+        """``value_targets`` (vs), ``advantages`` (V-trace pg advantages) and ``learner_logp``
+        for a whole batch of chunks, computed without gradient; plus statistics."""
+        cfg = self.config
+        with torch.no_grad():
+            model.eval()
+            _, logp, values = _forward(model, t)
+        vt = vtrace(
+            t[C.ACTION_LOGP], logp, t[C.REWARDS], values, t[C.BOOTSTRAP_VALUE], ends,
+            gamma=cfg.gamma, lam=cfg.vtrace_lambda, rho_bar=cfg.rho_bar, c_bar=cfg.c_bar, pg_rho_bar=cfg.pg_rho_bar,
+        )
+        var_vs = vt.vs.var().item() if len(vt.vs) > 1 else 0.0
+        stats = {
+            "mean_rho": vt.rhos.mean().item(),
+            "clipped_rho_frac": (vt.rhos > cfg.rho_bar).float().mean().item(),
+            "vf_explained_var": 1.0 - (vt.vs - values).var().item() / var_vs if var_vs > 0 else 0.0,
+        }
+        return {C.VALUE_TARGETS: vt.vs, C.ADVANTAGES: vt.pg_advantages, LEARNER_LOGP: logp}, stats
+
+    def loss(self, model: nn.Module, mb: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, float]]:
+        """Policy loss (:meth:`policy_loss`) + value loss towards vs - entropy bonus on one minibatch."""
+        cfg = self.config
+        logp_all, logp, values = _forward(model, mb)
+        pg_loss, stats = self.policy_loss(logp, mb)
+        vf_loss = 0.5 * (values - mb[C.VALUE_TARGETS]).pow(2).mean()
+        # Masked actions have probability exactly 0 and a finite logit, so they add 0 here.
+        entropy = -(logp_all.exp() * logp_all).sum(-1).mean()
+        loss = pg_loss + cfg.vf_coef * vf_loss - cfg.entropy_coef * entropy
+        stats.update(
+            total_loss=loss.item(), policy_loss=pg_loss.item(), vf_loss=vf_loss.item(), entropy=entropy.item()
+        )
+        return loss, stats
+
+    def policy_loss(self, logp: torch.Tensor, mb: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, float]]:
+        """IMPALA's V-trace policy gradient loss ``-mean(logp * pg_advantage)``."""
+        return -(logp * mb[C.ADVANTAGES]).mean(), {}
+
+    def plan_fragment(self, rollouts: Any, learner: Any, policy_ids: list[str]) -> Any:
+        """Rollouts -> SelectExperiences -> ConcatBatches -> Enqueue(learner thread); outputs its results.
+
+        The learner thread starts on the plan's first pull and stops when the plan is
+        closed. Append ``BroadcastWeights`` to send the new weights after each update.
+        """
+        from league.learn.learner_thread import LearnerThread
+
+        thread = LearnerThread(learner, policy_ids, queue_size=self.config.learner_queue_size)
+        return learner_thread_plan(
+            rollouts, thread, policy_ids, self.config.train_batch_size, self.config.learner_queue_timeout_s
+        )
+
+
+class APPO(IMPALA):
+    """Asynchronous PPO: IMPALA with PPO's clipped surrogate on the V-trace advantages."""
+
+    name = "appo"
+    config_class: ClassVar[type] = APPOConfig
+
+    def policy_loss(self, logp: torch.Tensor, mb: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, float]]:
+        """``-mean(min(ratio * adv, clip(ratio, 1 -+ eps) * adv))``, ratio against ``learner_logp``."""
+        clip = self.config.clip_param
+        adv = mb[C.ADVANTAGES]
+        if self.config.standardize_advantages and len(adv) > 1:
+            adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+        log_ratio = logp - mb[LEARNER_LOGP]
+        ratio = log_ratio.exp()
+        loss = -torch.min(ratio * adv, ratio.clamp(1 - clip, 1 + clip) * adv).mean()
+        with torch.no_grad():
+            stats = {
+                "approx_kl": ((ratio - 1) - log_ratio).mean().item(),
+                "clip_frac": ((ratio - 1).abs() > clip).float().mean().item(),
+            }
+        return loss, stats
+
+
+def learner_thread_plan(
+    rollouts: Any, thread: Any, policy_ids: list[str], train_batch_size: int, enqueue_timeout_s: float = 300.0
+) -> Any:
+    """Feed ``thread`` (a :class:`~league.learn.learner_thread.LearnerThread`) from ``rollouts``;
+    the plan's items are the thread's :class:`~league.learn.learner_thread.LearnerThreadResult` s.
+
+    Sampling and enqueueing take one turn, then every result that is ready is output (so
+    weight broadcasts appended to the plan follow each update). The plan shares the
+    metrics of ``rollouts``.
+    """
+    from league.flow import Concurrently, ConcatBatches, Enqueue, SelectExperiences
+
+    enqueue = (
+        rollouts.for_each(SelectExperiences(policy_ids))
+        .combine(ConcatBatches(min_batch_size=train_batch_size, count="agent_steps"))
+        .for_each(Enqueue(thread.inqueue, name=f"{thread.name}.inqueue", timeout_s=enqueue_timeout_s))
+    )
+    return Concurrently(
+        [enqueue, thread.results()], mode="round_robin", round_robin_weights=[1, "*"], output_indexes=[1],
+        name="AsyncLearn",
+    )
