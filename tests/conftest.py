@@ -35,3 +35,14 @@ def ray_session() -> Iterator[ModuleType]:
     ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True)
     yield ray
     ray.shutdown()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _one_torch_thread() -> Iterator[None]:
+    """Tests run on 2 busy cores: one intra-op thread avoids oversubscription stalls."""
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
