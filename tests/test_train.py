@@ -104,11 +104,11 @@ def test_multi_policy_trainer_composes_fragments(ray_session, tmp_path):
         {
             "policies": {
                 "ppo_a": {"algo": "ppo", "params": small},
-                "ppo_b": {"algo": "ppo", "params": {**small, "train_batch_size": 400, "lr": 1e-3}},
+                "dqn_b": {"algo": "dqn", "params": {"learning_starts": 100, "train_batch_size": 32, "model": "mlp"}},
             },
             "sampler": {"num_samplers": 1, "num_envs": 4, "fragment_length": 40, "num_cpus": 0, "mode": "bulk_sync"},
             "eval": {"interval": 2, "episodes": 6},
-            "stop": {"iterations": 4, "time_s": 0, "env_steps": 0},
+            "stop": {"iterations": 30, "time_s": 0, "env_steps": 0},
             "verbose": False,
         }
     )
@@ -116,10 +116,13 @@ def test_multi_policy_trainer_composes_fragments(ray_session, tmp_path):
     try:
         summary = trainer.train()
         assert "PerPolicyFragments" in str(trainer.plan)
-        assert set(summary["win_rates_vs_random"]) == {"ppo_a", "ppo_b"}
+        assert set(summary["win_rates_vs_random"]) == {"ppo_a", "dqn_b"}
+        # PPO and DQN both trained, concurrently, in one plan.
         learner_stats = trainer.plan.metrics.snapshot()["learner"]
-        assert set(learner_stats) == {"ppo_a", "ppo_b"}
+        assert set(learner_stats) == {"ppo_a", "dqn_b"}
+        # PPO vs DQN games reached the payoff table.
+        assert sum(trainer.payoff.counts("ppo_a", "dqn_b")) > 0
     finally:
         trainer.close()
     policies = torch.load(tmp_path / "checkpoints" / "final" / "policies.pt", weights_only=True)
-    assert set(policies) == {"ppo_a", "ppo_b"}
+    assert set(policies) == {"ppo_a", "dqn_b"}

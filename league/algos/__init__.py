@@ -6,6 +6,7 @@ from typing import Any
 
 from league.algos.a2c import A2C, A2CConfig
 from league.algos.base import Algorithm, PolicyState
+from league.algos.dqn import DQN, DQNConfig
 from league.algos.impala import APPO, IMPALA, APPOConfig, IMPALAConfig
 from league.algos.ppo import PPO, PPOConfig
 from league.envs.base import AgentSpec
@@ -21,12 +22,14 @@ __all__ = [
     "IMPALAConfig",
     "APPO",
     "APPOConfig",
+    "DQN",
+    "DQNConfig",
     "ALGORITHMS",
     "make_algorithm",
 ]
 
 #: Registered algorithms by name.
-ALGORITHMS: dict[str, type[Algorithm]] = {cls.name: cls for cls in (PPO, A2C, IMPALA, APPO)}
+ALGORITHMS: dict[str, type[Algorithm]] = {cls.name: cls for cls in (PPO, A2C, IMPALA, APPO, DQN)}
 
 
 def make_algorithm(name: str, agent_spec: AgentSpec, config: dict[str, Any] | None = None) -> Algorithm:

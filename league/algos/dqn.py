@@ -186,6 +186,8 @@ class DQN(Algorithm):
 
     def update_target(self, state: PolicyState) -> None:
         """``target <- tau * online + (1 - tau) * target`` (a plain copy when ``tau == 1``)."""
+        if state.frozen:  # frozen policies get no extra state: nothing to refresh
+            return
         target, online = state.extra[TARGET_MODEL].state_dict(), state.model.state_dict()
         with torch.no_grad():
             for name, value in target.items():

@@ -1,5 +1,29 @@
-"""Learners: policies on devices, updated from batches."""
+"""Learners: policies on devices, updated from batches.
 
+- :class:`Learner`: any number of policies on one device (in-process or a Ray actor).
+- :class:`LearnerGroup` / :class:`PlacementConfig`: learners as Ray actors with resource
+  requests, policies assigned by mapping or by size (:mod:`league.learn.placement`).
+- :class:`DataParallelLearner` / :class:`DataParallelGroup`: one big policy on N
+  replicas with averaged gradients (:mod:`league.learn.data_parallel`).
+- :class:`StackedModels`: K same-shaped models updated as one (:mod:`league.learn.stacking`).
+
+None of these imports Ray at import time.
+"""
+
+from league.learn.data_parallel import DataParallelGroup, DataParallelLearner, shard_batch
 from league.learn.learner import Learner
+from league.learn.placement import LearnerGroup, PlacementConfig, assign_policies, gpus_needed, resource_requests
+from league.learn.stacking import StackedModels
 
-__all__ = ["Learner"]
+__all__ = [
+    "Learner",
+    "LearnerGroup",
+    "PlacementConfig",
+    "assign_policies",
+    "gpus_needed",
+    "resource_requests",
+    "DataParallelLearner",
+    "DataParallelGroup",
+    "shard_batch",
+    "StackedModels",
+]

@@ -1,34 +1,78 @@
 """A learner: any number of policies (any algorithms) on one device, updated from batches.
 
+Each policy keeps its own model, optimiser (none when frozen), RNG and algorithm state.
+One :meth:`Learner.learn_on_batch` updates every trainable policy in the batch:
+
+- policies whose algorithm offers the stacking hooks (``stack_key()`` and
+  ``learn_stacked(states, batches)``), with models of one structure, plain Adam and
+  equally long batches, are updated together as one vmapped model (one kernel per op
+  for all of them; see :mod:`league.learn.stacking`) — on by default: it saves kernel
+  launches and syncs on CUDA, and on CPU it speeds up small MLPs and is neutral for
+  convs (``benchmarks/bench_learner.py``);
+- the others, on CUDA, run concurrently on their own CUDA streams (one thread each, so
+  one policy's host-side work overlaps another's kernels); on CPU, in turn.
+
 The same class runs in-process (tests, the GPU machine, which has no Ray) or as a Ray
-actor (``ray.remote(Learner)``, see :mod:`league.learn.placement`); nothing here imports Ray.
+actor (see :mod:`league.learn.placement`); nothing here imports Ray.
 """
 
 from __future__ import annotations
 
 import io
+from collections.abc import Callable, Hashable, Iterable
+from concurrent.futures import ThreadPoolExecutor, wait
+from typing import Any
+
 import numpy as np
 import torch
-from torch import nn
 
 from league.algos.base import Algorithm, PolicyState
-from league.batch import MultiAgentBatch
+from league.batch import MultiAgentBatch, SampleBatch
+from league.learn.stacking import stack_signature
 
 __all__ = ["Learner"]
 
+Stats = dict[str, dict[str, float]]
+
 
 class Learner:
-    """Holds policies on one device and updates them from :class:`MultiAgentBatch` es."""
+    """Holds policies on one device and updates them from :class:`MultiAgentBatch` es.
 
-    def __init__(self, device: str = "cpu", seed: int = 0, num_threads: int | None = None) -> None:
-        self.device = torch.device(device)
-        if self.device.type == "cuda" and not torch.cuda.is_available():
-            raise ValueError(f"learner device '{device}' requested but CUDA is not available")
+    ``stack_same_shaped``: update stackable same-shaped policies together (results equal
+    the one-by-one update up to float rounding). ``overlap_streams``: on CUDA, update the
+    remaining policies concurrently on separate streams (ignored on CPU).
+    """
+
+    def __init__(
+        self,
+        device: str = "cpu",
+        seed: int = 0,
+        num_threads: int | None = None,
+        stack_same_shaped: bool = True,
+        overlap_streams: bool = True,
+    ) -> None:
+        try:
+            self.device = torch.device(device)
+        except RuntimeError as err:
+            raise ValueError(f"learner device '{device}' is not a valid torch device: {err}") from None
+        if self.device.type == "cuda":
+            if not torch.cuda.is_available():
+                raise ValueError(f"learner device '{device}' requested but CUDA is not available")
+            if self.device.index is None:
+                self.device = torch.device("cuda", torch.cuda.current_device())
         if num_threads:
             torch.set_num_threads(num_threads)
         self._seed = seed
+        self._num_added = 0
+        self.stack_same_shaped = bool(stack_same_shaped)
+        self.overlap_streams = overlap_streams and self.device.type == "cuda"
         self._policies: dict[str, PolicyState] = {}
         self._algorithms: dict[str, Algorithm] = {}
+        self._pool: ThreadPoolExecutor | None = None
+        self._streams: list[Any] = []
+
+    def __repr__(self) -> str:
+        return f"Learner(device={self.device}, policies={self.policy_ids()})"
 
     # Membership ---------------------------------------------------------------
     def add_policy(
@@ -37,21 +81,40 @@ class Learner:
         algorithm: Algorithm,
         weights: dict[str, np.ndarray] | None = None,
         frozen: bool = False,
+        seed_offset: int | None = None,
     ) -> None:
-        """Host a new policy; ``frozen`` ones get no optimiser (league snapshots)."""
+        """Host a new policy; ``frozen`` ones get no optimiser and serve inference only (league snapshots).
+
+        The policy's initial weights and RNG derive from ``(learner seed, seed_offset)``;
+        ``seed_offset`` defaults to the number of policies added so far (a LearnerGroup
+        passes its own count, so placement does not change seeds).
+        """
+        if not isinstance(policy_id, str) or not policy_id:
+            raise TypeError(f"policy_id must be a non-empty str, got {policy_id!r}")
+        if not isinstance(algorithm, Algorithm):
+            raise TypeError(f"policy '{policy_id}': algorithm must be an Algorithm, got {type(algorithm).__name__}")
         if policy_id in self._policies:
             raise ValueError(f"policy '{policy_id}' is already hosted by this learner")
-        torch.manual_seed(self._seed + len(self._policies))
-        model = algorithm.make_model().to(self.device)
+        offset = self._num_added if seed_offset is None else int(seed_offset)
+        self._num_added += 1
+        # A forked RNG: creating a policy must not move the caller's global torch RNG.
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(self._seed + offset)
+            model = algorithm.make_model()
+        model = model.to(self.device).eval()
         if weights is not None:
-            model.load_state_dict({k: torch.tensor(v) for k, v in weights.items()})
-        optimizer = None if frozen else algorithm.make_optimizer(model)
-        rng = np.random.default_rng([self._seed, len(self._policies)])
+            self._load_weights(policy_id, model, weights)
+        rng = np.random.default_rng([self._seed, offset])
+        if frozen:
+            model.requires_grad_(False)
+            state = PolicyState(model, None, rng)
+        else:
+            state = PolicyState(model, algorithm.make_optimizer(model), rng, algorithm.init_extra_state(model))
         self._algorithms[policy_id] = algorithm
-        self._policies[policy_id] = PolicyState(model, optimizer, rng, algorithm.init_extra_state(model))
+        self._policies[policy_id] = state
 
     def remove_policy(self, policy_id: str) -> None:
-        """Drop a policy and its optimiser state."""
+        """Drop a policy, its optimiser state and its algorithm state."""
         self._require(policy_id)
         del self._policies[policy_id], self._algorithms[policy_id]
 
@@ -64,43 +127,46 @@ class Learner:
         return self._require(policy_id).frozen
 
     # Training -----------------------------------------------------------------
-    def learn_on_batch(
-        self, batch: MultiAgentBatch, policy_ids: list[str] | None = None, **_: object
-    ) -> dict[str, dict[str, float]]:
-        """Update each trainable policy in ``policy_ids`` (default: all) present in ``batch``."""
-        wanted = self.policy_ids() if policy_ids is None else policy_ids
-        stats: dict[str, dict[str, float]] = {}
-        for pid in wanted:
-            hosted = self._require(pid)
-            if hosted.frozen or pid not in batch.policy_batches or len(batch[pid]) == 0:
-                continue
-            stats[pid] = self._algorithms[pid].learn(hosted, batch[pid])
-            hosted.num_updates += 1
-        return stats
+    def learn_on_batch(self, batch: MultiAgentBatch, policy_ids: list[str] | None = None, **_: object) -> Stats:
+        """Update each trainable policy in ``policy_ids`` (default: all) that has rows in ``batch``.
+
+        Keyword arguments from ``TrainOneStep`` (``num_epochs``, ``minibatch_size``) are
+        accepted and ignored: each algorithm's own config decides its update.
+        """
+        todo = self._trainable_in(batch, policy_ids)
+        groups = self._stack_groups(todo, batch) if self.stack_same_shaped else []
+        stacked = {pid for group in groups for pid in group}
+        stats: Stats = {}
+        for group in groups:
+            stats.update(self._learn_stacked(group, batch))
+        rest = [pid for pid in todo if pid not in stacked]
+        stats.update(self._run_each(rest, lambda pid: self._algorithms[pid].learn(self._policies[pid], batch[pid])))
+        for pid in todo:
+            self._policies[pid].num_updates += 1
+        return {pid: stats[pid] for pid in todo}
 
     def compute_gradients(self, batch: MultiAgentBatch, policy_ids: list[str] | None = None) -> dict[str, list[np.ndarray]]:
         """Per-policy gradients (numpy) of each trainable policy's loss on its part of ``batch``."""
-        wanted = self.policy_ids() if policy_ids is None else policy_ids
-        grads: dict[str, list[np.ndarray]] = {}
-        for pid in wanted:
-            hosted = self._require(pid)
-            if not hosted.frozen and pid in batch.policy_batches and len(batch[pid]):
-                grads[pid], _ = self._algorithms[pid].compute_gradients(hosted, batch[pid])
-        return grads
+        todo = self._trainable_in(batch, policy_ids)
+        results = self._run_each(todo, lambda pid: self._algorithms[pid].compute_gradients(self._policies[pid], batch[pid]))
+        return {pid: results[pid][0] for pid in todo}
 
     def apply_gradients(self, grads: dict[str, list[np.ndarray]]) -> None:
         """Apply per-policy gradients from :meth:`compute_gradients` (of this or another learner)."""
-        for pid, g in grads.items():
-            hosted = self._require(pid)
-            if hosted.frozen:
+        for pid in grads:
+            if self._require(pid).frozen:
                 raise ValueError(f"policy '{pid}' is frozen: it takes no gradients")
+        for pid, g in grads.items():
+            hosted = self._policies[pid]
             self._algorithms[pid].apply_gradients(hosted, g)
             hosted.num_updates += 1
 
     def update_target(self, policy_ids: list[str] | None = None) -> None:
-        """Refresh target networks of the given policies (no-op for algorithms without one)."""
+        """Refresh target networks of the given trainable policies (frozen ones have none)."""
         for pid in self.policy_ids() if policy_ids is None else policy_ids:
-            self._algorithms[pid].update_target(self._require(pid))
+            hosted = self._require(pid)
+            if not hosted.frozen:
+                self._algorithms[pid].update_target(hosted)
 
     def algorithm(self, policy_id: str) -> Algorithm:
         """The algorithm (and hyperparameters) of a hosted policy."""
@@ -109,17 +175,19 @@ class Learner:
 
     # Weights and state --------------------------------------------------------
     def get_weights(self, policy_ids: list[str] | None = None) -> dict[str, dict[str, np.ndarray]]:
-        """CPU numpy state dicts per policy (what samplers load)."""
+        """Numpy copies of the policies' state dicts (what samplers load; snapshots stay as taken)."""
         ids = self.policy_ids() if policy_ids is None else policy_ids
+        # copy=True: on CPU, .numpy() would alias the live parameters, and a snapshot
+        # taken now would silently follow later updates.
         return {
-            pid: {k: v.detach().cpu().numpy() for k, v in self._require(pid).model.state_dict().items()}
+            pid: {k: v.detach().to("cpu", copy=True).numpy() for k, v in self._require(pid).model.state_dict().items()}
             for pid in ids
         }
 
     def set_weights(self, weights: dict[str, dict[str, np.ndarray]]) -> None:
-        """Load per-policy numpy state dicts."""
+        """Load per-policy numpy state dicts (frozen policies included)."""
         for pid, w in weights.items():
-            self._require(pid).model.load_state_dict({k: torch.tensor(v) for k, v in w.items()})
+            self._load_weights(pid, self._require(pid).model, w)
 
     def get_state(self, policy_id: str) -> bytes:
         """Model and optimiser state of one policy, serialised with ``torch.save`` (tensors only)."""
@@ -144,8 +212,89 @@ class Learner:
             hosted.optimizer.load_state_dict(data["optimizer"])
         hosted.num_updates = int(data["num_updates"])
 
+    # Internals ----------------------------------------------------------------
     def _require(self, policy_id: str) -> PolicyState:
         try:
             return self._policies[policy_id]
         except KeyError:
             raise KeyError(f"policy '{policy_id}' is not hosted by this learner (hosted: {self.policy_ids()})") from None
+
+    def _load_weights(self, policy_id: str, model: torch.nn.Module, weights: dict[str, np.ndarray]) -> None:
+        try:
+            model.load_state_dict({k: torch.tensor(v) for k, v in weights.items()})
+        except RuntimeError as err:
+            raise ValueError(f"weights for policy '{policy_id}' do not fit its model: {err}") from None
+
+    def _trainable_in(self, batch: MultiAgentBatch, policy_ids: Iterable[str] | None) -> list[str]:
+        """Requested policies with rows in ``batch``; naming a frozen policy explicitly is an error."""
+        if not isinstance(batch, MultiAgentBatch):
+            raise TypeError(f"learner expects a MultiAgentBatch, got {type(batch).__name__}")
+        if policy_ids is None:
+            wanted = [pid for pid, s in self._policies.items() if not s.frozen]
+        else:
+            wanted = list(policy_ids)
+            for pid in wanted:
+                if self._require(pid).frozen:
+                    raise ValueError(f"policy '{pid}' is frozen: it serves inference only and is not trained")
+        return [pid for pid in wanted if pid in batch.policy_batches and len(batch[pid]) > 0]
+
+    def _stack_key(self, pid: str, batch: SampleBatch) -> Hashable | None:
+        algo, state = self._algorithms[pid], self._policies[pid]
+        if not (callable(getattr(algo, "stack_key", None)) and callable(getattr(algo, "learn_stacked", None))):
+            return None
+        algo_key = algo.stack_key()  # None: this algorithm (or config) does not stack
+        model_key = stack_signature(state.model, state.optimizer)
+        if algo_key is None or model_key is None:
+            return None
+        columns = tuple((n, v.dtype.str, v.shape[1:]) for n, v in batch.columns.items())
+        return (type(algo), algo_key, model_key, len(batch), columns)
+
+    def _stack_groups(self, pids: list[str], batch: MultiAgentBatch) -> list[list[str]]:
+        groups: dict[Hashable, list[str]] = {}
+        for pid in pids:
+            key = self._stack_key(pid, batch[pid])
+            if key is not None:
+                groups.setdefault(key, []).append(pid)
+        return [g for g in groups.values() if len(g) > 1]
+
+    def _learn_stacked(self, group: list[str], batch: MultiAgentBatch) -> Stats:
+        algo = self._algorithms[group[0]]
+        results = algo.learn_stacked([self._policies[p] for p in group], [batch[p] for p in group])
+        return dict(zip(group, results))
+
+    def _run_each(self, pids: list[str], fn: Callable[[str], Any]) -> dict[str, Any]:
+        """``fn(pid)`` for every policy: concurrently on CUDA streams, else in turn."""
+        if not self.overlap_streams or len(pids) < 2:
+            return {pid: fn(pid) for pid in pids}
+        main = torch.cuda.current_stream(self.device)
+        streams = self._stream_pool(len(pids))
+
+        def on_stream(i: int) -> Any:
+            stream = streams[i]
+            stream.wait_stream(main)  # parameters written by earlier work on the main stream
+            with torch.cuda.device(self.device), torch.cuda.stream(stream):
+                return fn(pids[i])
+
+        futures = [self._pool.submit(on_stream, i) for i in range(len(pids))]
+        try:
+            return {pid: future.result() for pid, future in zip(pids, futures)}
+        finally:
+            # Even when one policy failed, the others' queued kernels must finish before
+            # later main-stream work (get_weights...) reads their parameters.
+            wait(futures)
+            for stream in streams[: len(pids)]:
+                main.wait_stream(stream)
+
+    def _stream_pool(self, n: int) -> list[Any]:
+        if self._pool is None or len(self._streams) < n:
+            if self._pool is not None:
+                self._pool.shutdown()
+            self._streams += [torch.cuda.Stream(self.device) for _ in range(n - len(self._streams))]
+            self._pool = ThreadPoolExecutor(max_workers=len(self._streams), thread_name_prefix="learner-stream")
+        return self._streams
+
+    def close(self) -> None:
+        """Stop the stream worker threads (CUDA only); the learner stays usable."""
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None

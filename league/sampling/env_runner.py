@@ -146,6 +146,7 @@ class EnvRunner:
                 ones = np.ones((1, self._envs[i].spec(agent).num_actions), dtype=np.int8)
                 next_step = dict(self._policies[pid].compute_actions(final_obs[None], ones, explore=False))
                 next_step[C.OBS] = final_obs[None]
+                next_step[C.ACTION_MASK] = ones
         self._emit(pid, traj.take_chunk(len(traj)), next_step)
 
     def _emit(self, pid: str, chunk: SampleBatch, next_step: dict | None) -> None:

@@ -54,9 +54,10 @@ class AgentTrajectory:
         return len(self.actions)
 
     def pending_outputs(self) -> dict[str, np.ndarray]:
-        """Policy outputs of the pending (last) row as a one-row dict, for bootstrapping."""
+        """Policy outputs of the pending (last) row plus its obs and mask, one row each, for bootstrapping."""
         out = {k: np.asarray(v[-1:]) for k, v in self.extras.items()}
         out[C.OBS] = self.obs[-1][None]
+        out[C.ACTION_MASK] = self.masks[-1][None]
         return out
 
     def take_chunk(self, upto: int) -> SampleBatch:

@@ -1,0 +1,333 @@
+"""Placing learners: Ray actors with resource requests, and policies assigned to them.
+
+:class:`PlacementConfig` is the ``learner:`` section of the Hydra config, validated;
+:func:`resource_requests` and :func:`gpus_needed` turn it into Ray actor options (GPU
+shares may be fractional: four learners at 0.25 share one GPU). :func:`assign_policies`
+places policies by an explicit mapping or balanced by parameter count.
+:class:`LearnerGroup` has the narrow methods of :class:`~league.learn.learner.Learner`,
+so flow operators take either. Ray is imported only when actors are created.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from league.algos.base import Algorithm
+from league.batch import MultiAgentBatch
+from league.flow.actors import call, is_ray_actor, resolve, submit
+from league.learn.learner import Learner
+
+__all__ = ["PlacementConfig", "resource_requests", "gpus_needed", "assign_policies", "LearnerGroup"]
+
+#: Ray accounts fractional resources in steps of 1e-4.
+_RAY_RESOURCE_STEP = 1e-4
+
+
+@dataclass
+class PlacementConfig:
+    """The ``learner:`` config section: device, actors, resources per actor, policy assignment.
+
+    ``assignment`` is ``"auto"`` (balanced by parameter count) or ``{policy_id: learner
+    index}`` for the policies it names (the others are balanced).
+    """
+
+    device: str = "cpu"
+    num_threads: int = 1
+    num_learners: int = 1
+    num_cpus_per_learner: float = 1.0
+    num_gpus_per_learner: float = 0.0
+    assignment: Any = "auto"
+    stack_same_shaped: bool = True
+
+    def __post_init__(self) -> None:
+        kind = self.device.split(":")[0] if isinstance(self.device, str) else None
+        if kind not in ("cpu", "cuda"):
+            raise ValueError(f"learner.device must be 'cpu', 'cuda' or 'cuda:N', got {self.device!r}")
+        for name in ("num_threads", "num_learners"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"learner.{name} must be an integer >= 1, got {value!r}")
+        if not _is_number(self.num_cpus_per_learner) or self.num_cpus_per_learner < 0:
+            raise ValueError(f"learner.num_cpus_per_learner must be a number >= 0, got {self.num_cpus_per_learner!r}")
+        gpus = self.num_gpus_per_learner
+        if not _is_number(gpus) or gpus < 0:
+            raise ValueError(f"learner.num_gpus_per_learner must be a number >= 0, got {gpus!r}")
+        if gpus > 1:
+            raise ValueError(
+                f"learner.num_gpus_per_learner must be <= 1 (a learner uses one device), got {gpus}; "
+                "use more learners, or data-parallel learners for one big policy"
+            )
+        if gpus and abs(gpus / _RAY_RESOURCE_STEP - round(gpus / _RAY_RESOURCE_STEP)) > 1e-6:
+            raise ValueError(f"learner.num_gpus_per_learner must be a multiple of {_RAY_RESOURCE_STEP} (Ray's resource step), got {gpus}")
+        if kind == "cuda" and gpus == 0:
+            raise ValueError("learner.device is 'cuda' but learner.num_gpus_per_learner is 0: the learner actors would see no GPU")
+        if kind == "cpu" and gpus > 0:
+            raise ValueError(f"learner.device is 'cpu' but learner.num_gpus_per_learner is {gpus}: GPUs would be reserved and never used")
+        if self.assignment != "auto":
+            if not isinstance(self.assignment, Mapping):
+                raise ValueError(f"learner.assignment must be 'auto' or a mapping policy_id -> learner index, got {self.assignment!r}")
+            for pid, index in self.assignment.items():
+                if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < self.num_learners:
+                    raise ValueError(
+                        f"learner.assignment['{pid}'] = {index!r} is not a learner index in [0, {self.num_learners - 1}]"
+                    )
+
+    @classmethod
+    def from_config(cls, section: Any) -> PlacementConfig:
+        """From a mapping (unknown keys -> ``ValueError``) or an object with these attributes (e.g. ``LearnerConfig``)."""
+        names = [f.name for f in dataclasses.fields(cls)]
+        if isinstance(section, Mapping):
+            unknown = sorted(set(section) - set(names))
+            if unknown:
+                raise ValueError(f"unknown learner config key(s) {unknown}; known: {sorted(names)}")
+            return cls(**dict(section))
+        return cls(**{n: getattr(section, n) for n in names if hasattr(section, n)})
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def resource_requests(cfg: PlacementConfig) -> list[dict[str, float]]:
+    """Ray actor options (``num_cpus``, ``num_gpus``) for each learner actor."""
+    return [{"num_cpus": float(cfg.num_cpus_per_learner), "num_gpus": float(cfg.num_gpus_per_learner)} for _ in range(cfg.num_learners)]
+
+
+def gpus_needed(cfg: PlacementConfig) -> int:
+    """Whole GPUs the learners need: a fractional share never spans two GPUs (0.3 each: 3 per GPU)."""
+    share = cfg.num_gpus_per_learner
+    if share == 0:
+        return 0
+    per_gpu = math.floor(1.0 / share + 1e-9)
+    return math.ceil(cfg.num_learners / per_gpu)
+
+
+def assign_policies(
+    sizes: Mapping[str, int],
+    num_learners: int,
+    mapping: Mapping[str, int] | None = None,
+    loads: Sequence[int] | None = None,
+) -> dict[str, int]:
+    """Learner index per policy: ``mapping`` first, then largest policies to the least loaded learner.
+
+    ``sizes`` are parameter counts; ``loads`` the parameters each learner already holds.
+    A policy in ``mapping`` that is not in ``sizes`` raises ``ValueError``.
+    """
+    mapping = dict(mapping or {})
+    unknown = sorted(set(mapping) - set(sizes))
+    if unknown:
+        raise ValueError(f"learner assignment names unknown policies {unknown}; policies: {sorted(sizes)}")
+    for pid, index in mapping.items():
+        if not 0 <= index < num_learners:
+            raise ValueError(f"learner assignment puts '{pid}' on learner {index}, but there are {num_learners}")
+    load = list(loads) if loads is not None else [0] * num_learners
+    if len(load) != num_learners:
+        raise ValueError(f"got {len(load)} learner loads for {num_learners} learners")
+    out: dict[str, int] = {}
+    for pid, index in mapping.items():
+        out[pid] = index
+        load[index] += sizes[pid]
+    for pid in sorted((p for p in sizes if p not in mapping), key=lambda p: (-sizes[p], p)):
+        index = min(range(num_learners), key=lambda i: (load[i], i))
+        out[pid] = index
+        load[index] += sizes[pid]
+    return out
+
+
+def _num_parameters(algorithm: Algorithm) -> int:
+    with torch.random.fork_rng(devices=[]):
+        return sum(p.numel() for p in algorithm.make_model().parameters())
+
+
+class LearnerGroup:
+    """Several learners (Ray actors or local :class:`Learner` s) behind the Learner interface.
+
+    Each policy lives on one learner. :meth:`learn_on_batch` sends every learner only its
+    policies' part of the batch and runs the learners in parallel (actors); results and
+    weights are merged. Seeds follow the group's order of additions, so a policy starts
+    from the same weights whichever learner hosts it.
+    """
+
+    def __init__(self, learners: Sequence[Any], assignment: Mapping[str, int] | str = "auto") -> None:
+        if not learners:
+            raise ValueError("LearnerGroup needs at least one learner")
+        self.learners = list(learners)
+        self._mapping = {} if assignment == "auto" else dict(assignment)
+        self._owner: dict[str, int] = {}
+        self._sizes: dict[str, int] = {}
+        self._algorithms: dict[str, Algorithm] = {}
+        self._frozen: set[str] = set()
+        self._num_added = 0
+        self._mapping_checked = False
+
+    @classmethod
+    def from_config(cls, cfg: PlacementConfig | Mapping[str, Any] | Any, seed: int = 0, remote: bool = True) -> LearnerGroup:
+        """Learners as the config says: Ray actors with its resource requests, or local objects."""
+        cfg = cfg if isinstance(cfg, PlacementConfig) else PlacementConfig.from_config(cfg)
+        kwargs = {"device": cfg.device, "seed": seed, "num_threads": cfg.num_threads, "stack_same_shaped": cfg.stack_same_shaped}
+        if not remote:
+            return cls([Learner(**kwargs) for _ in range(cfg.num_learners)], cfg.assignment)
+        import ray
+
+        available = ray.cluster_resources().get("GPU", 0)
+        if gpus_needed(cfg) > available:
+            raise ValueError(f"the learner config needs {gpus_needed(cfg)} GPU(s) but the Ray cluster has {available:g}")
+        actor = ray.remote(Learner)
+        return cls([actor.options(**opts).remote(**kwargs) for opts in resource_requests(cfg)], cfg.assignment)
+
+    # Membership ---------------------------------------------------------------
+    def add_policies(self, algorithms: Mapping[str, Algorithm], frozen: Iterable[str] = ()) -> None:
+        """Add a set of policies at once, balanced together (largest first); checks the mapping against them."""
+        frozen = set(frozen)
+        sizes = {pid: _num_parameters(algo) for pid, algo in algorithms.items()}
+        known = {**self._sizes, **sizes}
+        if not self._mapping_checked:
+            assign_policies(known, len(self.learners), self._mapping)  # unknown names raise here
+            self._mapping_checked = True
+        mapping = {p: i for p, i in self._mapping.items() if p in sizes}
+        placement = assign_policies(sizes, len(self.learners), mapping, self._loads())
+        for pid, algo in algorithms.items():
+            self._add(pid, algo, None, pid in frozen, None, placement[pid], sizes[pid])
+
+    def add_policy(
+        self,
+        policy_id: str,
+        algorithm: Algorithm,
+        weights: dict[str, np.ndarray] | None = None,
+        frozen: bool = False,
+        seed_offset: int | None = None,
+        learner: int | None = None,
+    ) -> None:
+        """Host a new policy on ``learner`` (index), else where the mapping says, else on the least loaded one."""
+        if policy_id in self._owner:
+            raise ValueError(f"policy '{policy_id}' is already hosted by this learner group")
+        size = _num_parameters(algorithm)
+        if learner is None:
+            fixed = {policy_id: self._mapping[policy_id]} if policy_id in self._mapping else None
+            learner = assign_policies({policy_id: size}, len(self.learners), fixed, self._loads())[policy_id]
+        elif not 0 <= learner < len(self.learners):
+            raise ValueError(f"learner index {learner} out of range; the group has {len(self.learners)} learners")
+        self._add(policy_id, algorithm, weights, frozen, seed_offset, learner, size)
+
+    def _add(self, pid: str, algo: Algorithm, weights: Any, frozen: bool, seed_offset: int | None, index: int, size: int) -> None:
+        offset = self._num_added if seed_offset is None else seed_offset
+        call(self.learners[index], "add_policy", pid, algo, weights, frozen, offset)
+        self._num_added += 1
+        self._owner[pid], self._sizes[pid], self._algorithms[pid] = index, size, algo
+        if frozen:
+            self._frozen.add(pid)
+
+    def remove_policy(self, policy_id: str) -> None:
+        """Drop a policy from its learner."""
+        call(self.learners[self._index(policy_id)], "remove_policy", policy_id)
+        del self._owner[policy_id], self._sizes[policy_id], self._algorithms[policy_id]
+        self._frozen.discard(policy_id)
+
+    def policy_ids(self) -> list[str]:
+        """Hosted policy ids, in insertion order."""
+        return list(self._owner)
+
+    def is_frozen(self, policy_id: str) -> bool:
+        """Whether ``policy_id`` is inference-only."""
+        self._index(policy_id)
+        return policy_id in self._frozen
+
+    def algorithm(self, policy_id: str) -> Algorithm:
+        """The algorithm of a hosted policy."""
+        self._index(policy_id)
+        return self._algorithms[policy_id]
+
+    def assignment(self) -> dict[str, int]:
+        """Learner index of every hosted policy."""
+        return dict(self._owner)
+
+    # Training -----------------------------------------------------------------
+    def learn_on_batch(self, batch: MultiAgentBatch, policy_ids: list[str] | None = None, **kwargs: Any) -> dict[str, dict[str, float]]:
+        """Each learner trains its policies on its part of ``batch``, all in parallel; merged stats."""
+        return self._fan_out("learn_on_batch", batch, policy_ids, **kwargs)
+
+    def compute_gradients(self, batch: MultiAgentBatch, policy_ids: list[str] | None = None) -> dict[str, list[np.ndarray]]:
+        """Per-policy gradients from every learner, merged."""
+        return self._fan_out("compute_gradients", batch, policy_ids)
+
+    def apply_gradients(self, grads: dict[str, list[np.ndarray]]) -> None:
+        """Each policy's gradients applied by its learner."""
+        self._per_learner("apply_gradients", grads)
+
+    def update_target(self, policy_ids: list[str] | None = None) -> None:
+        """Refresh target networks on every learner (or of the given policies)."""
+        ids = self.policy_ids() if policy_ids is None else policy_ids
+        self._per_learner("update_target", dict.fromkeys(ids), pass_ids=True)
+
+    # Weights and state --------------------------------------------------------
+    def get_weights(self, policy_ids: list[str] | None = None) -> dict[str, dict[str, np.ndarray]]:
+        """Numpy state dicts per policy, fetched from the learners in parallel."""
+        ids = self.policy_ids() if policy_ids is None else list(policy_ids)
+        merged = self._per_learner("get_weights", dict.fromkeys(ids), pass_ids=True)
+        return {pid: merged[pid] for pid in ids}
+
+    def set_weights(self, weights: dict[str, dict[str, np.ndarray]]) -> None:
+        """Send each policy's weights to its learner."""
+        self._per_learner("set_weights", weights)
+
+    def get_state(self, policy_id: str) -> bytes:
+        """See :meth:`Learner.get_state`."""
+        return call(self.learners[self._index(policy_id)], "get_state", policy_id)
+
+    def set_state(self, policy_id: str, state: bytes) -> None:
+        """See :meth:`Learner.set_state`."""
+        call(self.learners[self._index(policy_id)], "set_state", policy_id, state)
+
+    def close(self) -> None:
+        """Stop the learner actors (local learners are just dropped)."""
+        for learner in self.learners:
+            if is_ray_actor(learner):
+                import ray
+
+                ray.kill(learner)
+
+    # Internals ----------------------------------------------------------------
+    def _index(self, policy_id: str) -> int:
+        try:
+            return self._owner[policy_id]
+        except KeyError:
+            raise KeyError(f"policy '{policy_id}' is not hosted by this learner group (hosted: {self.policy_ids()})") from None
+
+    def _loads(self) -> list[int]:
+        load = [0] * len(self.learners)
+        for pid, index in self._owner.items():
+            load[index] += self._sizes[pid]
+        return load
+
+    def _fan_out(self, method: str, batch: MultiAgentBatch, policy_ids: list[str] | None, **kwargs: Any) -> dict[str, Any]:
+        if not isinstance(batch, MultiAgentBatch):
+            raise TypeError(f"learner group expects a MultiAgentBatch, got {type(batch).__name__}")
+        wanted = [p for p in self.policy_ids() if p not in self._frozen] if policy_ids is None else list(policy_ids)
+        per: dict[int, list[str]] = {}
+        for pid in wanted:
+            per.setdefault(self._index(pid), []).append(pid)
+        jobs = [(i, pids) for i, pids in per.items() if any(p in batch.policy_batches for p in pids)]
+        targets = [self.learners[i] for i, _ in jobs]
+        pending = [submit(self.learners[i], method, batch.select(pids), pids, **kwargs) for i, pids in jobs]
+        merged: dict[str, Any] = {}
+        for result in resolve(pending, targets):
+            merged.update(result or {})
+        return merged
+
+    def _per_learner(self, method: str, per_policy: Mapping[str, Any], pass_ids: bool = False) -> dict[str, Any]:
+        split: dict[int, dict[str, Any]] = {}
+        for pid, value in per_policy.items():
+            split.setdefault(self._index(pid), {})[pid] = value
+        targets = [self.learners[i] for i in split]
+        pending = [submit(self.learners[i], method, list(part) if pass_ids else part) for i, part in split.items()]
+        merged: dict[str, Any] = {}
+        for result in resolve(pending, targets):
+            merged.update(result or {})
+        return merged
