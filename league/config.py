@@ -59,10 +59,16 @@ class SamplerConfig:
 
 @dataclass
 class LearnerConfig:
-    """Where policies are updated."""
+    """Where policies are updated: one in-process learner by default; several learner
+    actors (with CPU/GPU shares) when ``num_learners > 1`` or the device is ``cuda``."""
 
     device: str = "cpu"
     num_threads: int = 1
+    num_learners: int = 1
+    num_cpus_per_learner: float = 1.0
+    num_gpus_per_learner: float = 0.0
+    assignment: Any = "auto"  # "auto" (balanced by size) or {policy_id: learner index}
+    stack_same_shaped: bool = True  # update same-shaped policies as one vmapped model
 
 
 @dataclass
@@ -194,6 +200,9 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
         raise ValueError(f"league.opponent_sampling must be 'uniform' or 'pfsp', got '{cfg.league.opponent_sampling}'")
     if not 0.0 <= cfg.league.self_play_prob <= 1.0:
         raise ValueError(f"league.self_play_prob must lie in [0, 1], got {cfg.league.self_play_prob}")
+    from league.learn.placement import PlacementConfig
+
+    PlacementConfig.from_config(dataclasses.asdict(cfg.learner))  # validates devices and shares
     unknown_fixed = sorted(set(cfg.league.fixed_opponents) - {"random"})
     if unknown_fixed:
         raise ValueError(f"league.fixed_opponents has unknown player(s) {unknown_fixed}; known: ['random']")

@@ -23,7 +23,7 @@ from league.algos import make_algorithm
 from league.algos.compose import build_multi_policy_plan
 from league.config import RunConfig
 from league.envs import make_env
-from league.learn import Learner
+from league.learn import Learner, LearnerGroup
 from league.policy import RandomPolicyFactory
 from league.population.payoff import PayoffTable
 from league.population.selfplay import SelfPlayPool
@@ -75,9 +75,18 @@ class Trainer:
         self.learning = list(self.algorithms)
 
         torch.manual_seed(cfg.seed)
-        self.learner = Learner(cfg.learner.device, seed=cfg.seed, num_threads=cfg.learner.num_threads)
-        for pid, algo in self.algorithms.items():
-            self.learner.add_policy(pid, algo)
+        if cfg.learner.num_learners > 1 or cfg.learner.device != "cpu":
+            self.learner = LearnerGroup.from_config(asdict(cfg.learner), seed=cfg.seed, remote=True)
+            self.learner.add_policies(self.algorithms)
+        else:  # one learner in the driver: batches never leave the process
+            self.learner = Learner(
+                cfg.learner.device,
+                seed=cfg.seed,
+                num_threads=cfg.learner.num_threads,
+                stack_same_shaped=cfg.learner.stack_same_shaped,
+            )
+            for pid, algo in self.algorithms.items():
+                self.learner.add_policy(pid, algo)
         # One learning policy: self-play against its snapshots. Several: they play each other.
         self.pool: SelfPlayPool | None = None
         self.payoff = PayoffTable(decay=0.99, min_games=5)

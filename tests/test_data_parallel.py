@@ -118,17 +118,17 @@ def test_two_gloo_replicas_match_one_learner_on_the_whole_batch(tmp_path):
 
 @pytest.mark.ray
 def test_data_parallel_group_of_ray_actors(ray_session):
-    from league.algos.ppo_stacked import StackablePPO  # importable by Ray workers
+    from league.algos.ppo import PPO  # importable by Ray workers
     from league.learn import DataParallelGroup
 
     group = DataParallelGroup(2, num_cpus=0)
     try:
-        group.add_policy("big", StackablePPO(SPEC, CONFIG))
+        group.add_policy("big", PPO(SPEC, CONFIG))
         initial = group.get_weights()
         stats = group.learn_on_batch(make_batch())
         assert set(stats) == {"big"} and np.isfinite(stats["big"]["total_loss"])
         single = Learner()
-        single.add_policy("big", StackablePPO(SPEC, CONFIG), weights=initial["big"])
+        single.add_policy("big", PPO(SPEC, CONFIG), weights=initial["big"])
         single.learn_on_batch(make_batch())
         for key, value in single.get_weights()["big"].items():
             np.testing.assert_allclose(group.get_weights()["big"][key], value, rtol=1e-5, atol=1e-6)

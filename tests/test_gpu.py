@@ -11,7 +11,7 @@ import torch
 
 from league.algos import PPO
 from league.algos import ppo_stacked
-from league.algos.ppo_stacked import StackablePPO
+from league.algos.ppo import PPO
 from league.batch import Columns as C
 from league.batch import MultiAgentBatch, SampleBatch
 from league.envs.base import AgentSpec
@@ -47,7 +47,7 @@ def _policies() -> dict[str, PPO]:
     out: dict[str, PPO] = {}
     for i in range(4):
         model = "mlp" if i % 2 else "conv"
-        out[f"p{i}"] = StackablePPO(BOARD, {"model": model, "minibatch_size": 64, "num_epochs": 1, "lr": 1e-3 * (1 + i // 2)})
+        out[f"p{i}"] = PPO(BOARD, {"model": model, "minibatch_size": 64, "num_epochs": 1, "lr": 1e-3 * (1 + i // 2)})
     out["plain"] = PPO(BOARD, {"model": "mlp", "minibatch_size": 64, "num_epochs": 1})
     return out
 
@@ -56,7 +56,7 @@ def _run(device: str, batch: MultiAgentBatch) -> tuple[dict, dict]:
     learner = Learner(device, seed=5)
     for pid, algo in _policies().items():
         learner.add_policy(pid, algo)
-    learner.add_policy("frozen", StackablePPO(BOARD, {"model": "mlp"}), frozen=True)
+    learner.add_policy("frozen", PPO(BOARD, {"model": "mlp"}), frozen=True)
     stats = learner.learn_on_batch(batch)
     weights = learner.get_weights()
     learner.close()
@@ -88,7 +88,7 @@ def test_stacked_group_moves_its_batch_to_the_gpu_once(monkeypatch):
     monkeypatch.setattr(ppo_stacked, "stack_columns", counting)
     learner = Learner("cuda", seed=0)
     for i in range(4):
-        learner.add_policy(f"p{i}", StackablePPO(BOARD, {"model": "conv", "minibatch_size": 32, "num_epochs": 3}))
+        learner.add_policy(f"p{i}", PPO(BOARD, {"model": "conv", "minibatch_size": 32, "num_epochs": 3}))
     learner.learn_on_batch(MultiAgentBatch({f"p{i}": ppo_batch(96, i) for i in range(4)}, 96))
     # One upload for the whole group, however many epochs and minibatches follow.
     assert calls == [(4, {"cuda"})]

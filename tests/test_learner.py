@@ -12,7 +12,6 @@ import torch
 
 from league.algos import PPO, make_algorithm
 from league.algos.base import PolicyState, batch_to_tensors
-from league.algos.ppo_stacked import StackablePPO
 from league.batch import Columns as C
 from league.batch import MultiAgentBatch, SampleBatch
 from league.config import LearnerConfig
@@ -48,7 +47,7 @@ def max_diff(a: dict, b: dict) -> float:
     return max(float(np.abs(a[p][k] - b[p][k]).max()) for p in a for k in a[p])
 
 
-class GradPPO(StackablePPO):
+class GradPPO(PPO):
     """PPO plus compute_gradients (the gradient of the whole-batch loss), for gradient routing tests."""
 
     def compute_gradients(self, state: PolicyState, batch: SampleBatch):
@@ -59,7 +58,7 @@ class GradPPO(StackablePPO):
         return [p.grad.detach().cpu().numpy().copy() for p in state.model.parameters()], stats
 
 
-class CountingPPO(StackablePPO):
+class CountingPPO(PPO):
     """Records the size of every stacked group it updates."""
 
     stacked_groups: list[int] = []
@@ -482,7 +481,7 @@ def test_learner_group_of_ray_actors(ray_session):
     group = LearnerGroup.from_config({"num_learners": 2, "num_cpus_per_learner": 0}, seed=4)
     try:
         local = LearnerGroup.from_config({"num_learners": 2}, seed=4, remote=False)
-        algos = _group_algos(StackablePPO)  # Ray workers cannot import classes defined in tests
+        algos = _group_algos(PPO)  # Ray workers cannot import classes defined in tests
         group.add_policies(algos)
         local.add_policies(algos)
         batch = MultiAgentBatch({pid: ppo_batch(VEC, 32, i) for i, pid in enumerate(algos)}, 32)

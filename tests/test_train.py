@@ -107,6 +107,8 @@ def test_multi_policy_trainer_composes_fragments(ray_session, tmp_path):
                 "dqn_b": {"algo": "dqn", "params": {"learning_starts": 100, "train_batch_size": 32, "model": "mlp"}},
             },
             "sampler": {"num_samplers": 1, "num_envs": 4, "fragment_length": 40, "num_cpus": 0, "mode": "bulk_sync"},
+            # Two learner actors: the policies are placed one per learner by the LearnerGroup.
+            "learner": {"num_learners": 2, "num_cpus_per_learner": 0},
             "eval": {"interval": 2, "episodes": 6},
             "stop": {"iterations": 30, "time_s": 0, "env_steps": 0},
             "verbose": False,
@@ -120,6 +122,7 @@ def test_multi_policy_trainer_composes_fragments(ray_session, tmp_path):
         # PPO and DQN both trained, concurrently, in one plan.
         learner_stats = trainer.plan.metrics.snapshot()["learner"]
         assert set(learner_stats) == {"ppo_a", "dqn_b"}
+        assert sorted(trainer.learner.assignment().values()) == [0, 1]
         # PPO vs DQN games reached the payoff table.
         assert sum(trainer.payoff.counts("ppo_a", "dqn_b")) > 0
     finally:

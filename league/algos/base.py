@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from abc import abstractmethod
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
@@ -107,6 +107,15 @@ class Algorithm(PolicyFactory):
         for p, g in zip(params, grads):
             p.grad = torch.as_tensor(g, device=p.device).reshape(p.shape)
         state.optimizer.step()
+
+    def stack_key(self) -> Hashable | None:
+        """Policies whose algorithms return the same non-None key (and whose models have the
+        same shapes) may be updated together by :meth:`learn_stacked`; None: never stacked."""
+        return None
+
+    def learn_stacked(self, states: Sequence[PolicyState], batches: Sequence[SampleBatch]) -> list[dict[str, float]]:
+        """Update several same-shaped policies at once (default: one :meth:`learn` each)."""
+        return [self.learn(state, batch) for state, batch in zip(states, batches)]
 
     def update_target(self, state: PolicyState) -> None:
         """Refresh target networks (a no-op for algorithms without one)."""

@@ -7,7 +7,8 @@ reads top to bottom in :meth:`PPO.learn`; the training loop is :meth:`PPO.plan_f
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +23,7 @@ from league.algos.torch_policy import masked_logits
 from league.batch import Columns as C
 from league.batch import SampleBatch
 
-__all__ = ["PPOConfig", "PPO"]
+__all__ = ["PPOConfig", "PPO", "ppo_loss_terms", "PPO_STATS"]
 
 
 @dataclass
@@ -50,6 +51,45 @@ class PPOConfig:
                 raise ValueError(f"ppo.{name} must be positive, got {getattr(self, name)}")
         if not 0 <= self.gamma <= 1 or not 0 <= self.lam <= 1:
             raise ValueError(f"ppo.gamma and ppo.lam must lie in [0, 1], got {self.gamma}, {self.lam}")
+
+
+#: Names of the statistics :func:`ppo_loss_terms` returns, in order.
+PPO_STATS = ("total_loss", "policy_loss", "vf_loss", "entropy", "approx_kl", "clip_frac")
+
+
+def ppo_loss_terms(
+    cfg: PPOConfig, model: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]], mb: dict[str, torch.Tensor]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The PPO loss on one minibatch and its :data:`PPO_STATS` as one detached tensor.
+
+    Free of ``.item()`` and data-dependent control flow, so the stacked learner can
+    ``vmap`` it over K policies (``model`` is then a functional call).
+    """
+    adv = mb[C.ADVANTAGES]
+    if cfg.standardize_advantages and adv.shape[0] > 1:
+        adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+
+    logits, values = model(mb[C.OBS])
+    logp_all = torch.log_softmax(masked_logits(logits, mb[C.ACTION_MASK]), dim=-1)
+    logp = logp_all.gather(1, mb[C.ACTIONS].long().unsqueeze(1)).squeeze(1)
+    log_ratio = logp - mb[C.ACTION_LOGP]
+    ratio = log_ratio.exp()
+
+    pg_loss = -torch.min(ratio * adv, ratio.clamp(1 - cfg.clip_param, 1 + cfg.clip_param) * adv).mean()
+    vf_err = (values - mb[C.VALUE_TARGETS]).pow(2)
+    if cfg.vf_clip_param is not None:
+        clipped = mb[C.VF_PREDS] + (values - mb[C.VF_PREDS]).clamp(-cfg.vf_clip_param, cfg.vf_clip_param)
+        vf_err = torch.max(vf_err, (clipped - mb[C.VALUE_TARGETS]).pow(2))
+    vf_loss = 0.5 * vf_err.mean()
+    # Masked actions have probability exactly 0 and a finite logit, so they add 0 here.
+    entropy = -(logp_all.exp() * logp_all).sum(-1).mean()
+    loss = pg_loss + cfg.vf_coef * vf_loss - cfg.entropy_coef * entropy
+
+    with torch.no_grad():
+        kl = ((ratio - 1) - log_ratio).mean()
+        clip_frac = ((ratio - 1).abs() > cfg.clip_param).float().mean()
+        stats = torch.stack([loss, pg_loss, vf_loss, entropy, kl, clip_frac]).detach()
+    return loss, stats
 
 
 class PPO(ActorCriticAlgorithm):
@@ -103,37 +143,20 @@ class PPO(ActorCriticAlgorithm):
 
     def loss(self, model: nn.Module, mb: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, float]]:
         """Clipped surrogate + (clipped) value loss - entropy bonus on one minibatch."""
-        cfg = self.config
-        adv = mb[C.ADVANTAGES]
-        if cfg.standardize_advantages and len(adv) > 1:
-            adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+        loss, stats = ppo_loss_terms(self.config, model, mb)
+        return loss, {name: float(v) for name, v in zip(PPO_STATS, stats.tolist())}
 
-        logits, values = model(mb[C.OBS])
-        logp_all = torch.log_softmax(masked_logits(logits, mb[C.ACTION_MASK]), dim=-1)
-        logp = logp_all.gather(1, mb[C.ACTIONS].long().unsqueeze(1)).squeeze(1)
-        log_ratio = logp - mb[C.ACTION_LOGP]
-        ratio = log_ratio.exp()
+    def stack_key(self) -> Hashable:
+        """PPO policies whose configs agree on everything but ``lr`` can share one stacked update."""
+        values = dataclasses.asdict(self.config)
+        values.pop("lr")
+        return repr(sorted(values.items()))
 
-        pg_loss = -torch.min(ratio * adv, ratio.clamp(1 - cfg.clip_param, 1 + cfg.clip_param) * adv).mean()
-        vf_err = (values - mb[C.VALUE_TARGETS]).pow(2)
-        if cfg.vf_clip_param is not None:
-            clipped = mb[C.VF_PREDS] + (values - mb[C.VF_PREDS]).clamp(-cfg.vf_clip_param, cfg.vf_clip_param)
-            vf_err = torch.max(vf_err, (clipped - mb[C.VALUE_TARGETS]).pow(2))
-        vf_loss = 0.5 * vf_err.mean()
-        # Masked actions have probability exactly 0 and a finite logit, so they add 0 here.
-        entropy = -(logp_all.exp() * logp_all).sum(-1).mean()
-        loss = pg_loss + cfg.vf_coef * vf_loss - cfg.entropy_coef * entropy
+    def learn_stacked(self, states: Sequence[PolicyState], batches: Sequence[SampleBatch]) -> list[dict[str, float]]:
+        """K same-shaped policies updated as one vmapped model (see :mod:`league.algos.ppo_stacked`)."""
+        from league.algos.ppo_stacked import ppo_learn_stacked
 
-        with torch.no_grad():
-            stats = {
-                "total_loss": loss.item(),
-                "policy_loss": pg_loss.item(),
-                "vf_loss": vf_loss.item(),
-                "entropy": entropy.item(),
-                "approx_kl": ((ratio - 1) - log_ratio).mean().item(),
-                "clip_frac": ((ratio - 1).abs() > cfg.clip_param).float().mean().item(),
-            }
-        return loss, stats
+        return ppo_learn_stacked(self, states, batches)
 
     def plan_fragment(self, rollouts: Any, learner: Any, policy_ids: list[str]) -> Any:
         """Rollouts -> SelectExperiences -> ConcatBatches -> TrainOneStep."""

@@ -240,8 +240,6 @@ class Learner:
 
     def _stack_key(self, pid: str, batch: SampleBatch) -> Hashable | None:
         algo, state = self._algorithms[pid], self._policies[pid]
-        if not (callable(getattr(algo, "stack_key", None)) and callable(getattr(algo, "learn_stacked", None))):
-            return None
         algo_key = algo.stack_key()  # None: this algorithm (or config) does not stack
         model_key = stack_signature(state.model, state.optimizer)
         if algo_key is None or model_key is None:
