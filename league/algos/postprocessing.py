@@ -9,13 +9,14 @@ when the chunk was cut at a fragment boundary).
 from __future__ import annotations
 
 import numpy as np
-from scipy.signal import lfilter
 
 __all__ = ["discount_cumsum", "compute_gae"]
 
 
 def discount_cumsum(x: np.ndarray, gamma: float) -> np.ndarray:
     """``y[t] = sum_k gamma^k x[t+k]``, computed by a linear filter in reverse (no Python loop)."""
+    from scipy.signal import lfilter  # imported on first use: scipy.signal costs seconds at process start
+
     return lfilter([1.0], [1.0, -float(gamma)], x[::-1], axis=0)[::-1].astype(np.float32)
 
 

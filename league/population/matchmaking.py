@@ -19,7 +19,6 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.optimize import linprog
 
 from league.population.payoff import PayoffTable
 from league.population.players import Population
@@ -189,6 +188,8 @@ def solve_zero_sum(payoff_matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, f
 
 def _maximin(m: np.ndarray) -> tuple[np.ndarray, float]:
     """Row strategy maximising the guaranteed payoff ``min_j (x @ m)[j]``, and that payoff."""
+    from scipy.optimize import linprog  # imported on first use (slow to import)
+
     n_rows, n_cols = m.shape
     # Variables [x_0..x_{n-1}, v]; maximise v  s.t.  v - (x @ m)[j] <= 0, sum(x) = 1.
     cost = np.zeros(n_rows + 1)
