@@ -48,6 +48,25 @@ _REGISTRY: dict[str, str | EnvFactory] = {
 }
 
 
+class _OpenSpielFactory:
+    """Builds an :class:`~league.envs.openspiel_env.OpenSpielEnv` of one game (pyspiel imported on use)."""
+
+    def __init__(self, game: str) -> None:
+        self.game = game
+
+    def __call__(self, *, api: str | None = None, **kwargs: Any) -> MultiAgentEnv:
+        from league.envs.openspiel_env import OpenSpielEnv
+
+        if api is not None:
+            raise ValueError(f"env {self.game!r} is an OpenSpiel game; api={api!r} applies to PettingZoo envs only")
+        return OpenSpielEnv(self.game, **kwargs)
+
+
+# OpenSpiel games, under their short name and as "openspiel:<game>".
+for _game in ("kuhn_poker", "leduc_poker"):
+    _REGISTRY[_game] = _REGISTRY["openspiel:" + _game] = _OpenSpielFactory(_game)
+
+
 def registered_env_names() -> list[str]:
     """The registered short names, sorted."""
     return sorted(_REGISTRY)

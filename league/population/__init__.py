@@ -5,8 +5,24 @@ their frozen snapshots, scripted players) forms a family tree; a :class:`PayoffT
 counts their results; matchmakers pick opponents from it (self-play, uniform FSP,
 PFSP, Nash/PSRO); a :class:`RatingTable` tracks Elo or TrueSkill over time. Every
 stateful piece round-trips through plain JSON-able dicts (``to_dict``/``from_dict``).
+
+On top of these, :class:`Role` recipes (AlphaStar's main agents, main and league
+exploiters, plain self-play and FSP) say whom each learning player trains against and
+when it is snapshot or reset; a :class:`LeagueCoordinator` (optionally a Ray actor)
+runs them, and an :class:`EvaluationScheduler` picks the least-measured pairs for
+evaluation games. Exact exploitability in OpenSpiel games lives in
+:mod:`league.population.exploitability` (imported on its own: it needs ``open_spiel``).
 """
 
+from league.population.coordinator import (
+    LeagueCoordinator,
+    MatchupBatch,
+    ResetAction,
+    SnapshotAction,
+    make_remote_coordinator,
+    remote_refill,
+)
+from league.population.evaluation import EvaluationPair, EvaluationScheduler, beta_variance
 from league.population.matchmaking import (
     PFSP_WEIGHTINGS,
     Matchmaker,
@@ -35,11 +51,44 @@ from league.population.ratings import (
     elo_update,
     rating_system_from_dict,
 )
+from league.population.roles import (
+    OpponentBranch,
+    OpponentPool,
+    Role,
+    SnapshotRule,
+    alphastar_roles,
+    fictitious_self_play_role,
+    league_exploiter_role,
+    main_agent_role,
+    main_exploiter_role,
+    pool_members,
+    self_play_role,
+)
 from league.population.scripted import ConnectFourNegamaxPolicy, TicTacToeMinimaxPolicy
 
 __all__ = [
     "ConnectFourNegamaxPolicy",
     "Elo",
+    "EvaluationPair",
+    "EvaluationScheduler",
+    "LeagueCoordinator",
+    "MatchupBatch",
+    "OpponentBranch",
+    "OpponentPool",
+    "ResetAction",
+    "Role",
+    "SnapshotAction",
+    "SnapshotRule",
+    "alphastar_roles",
+    "beta_variance",
+    "fictitious_self_play_role",
+    "league_exploiter_role",
+    "main_agent_role",
+    "main_exploiter_role",
+    "make_remote_coordinator",
+    "pool_members",
+    "remote_refill",
+    "self_play_role",
     "Matchmaker",
     "NashMatchmaker",
     "OUTCOMES",

@@ -102,3 +102,30 @@ class SelfPlayPool:
             "snapshots": [{"policy_id": s.policy_id, "iteration": s.iteration} for s in self.snapshots],
             "payoff": self.payoff.to_dict(),
         }
+
+    def load_state(self, state: Mapping[str, Any], snapshot_weights: Mapping[str, Mapping[str, np.ndarray]]) -> None:
+        """Restore :meth:`state` output plus each snapshot's weights (a checkpoint resume).
+
+        The settings (shares, ``max_snapshots``, opponent sampling) stay this pool's own,
+        so a resumed run may change them; beyond ``max_snapshots`` the oldest are dropped.
+        The payoff table is replaced by the saved one (``self.payoff`` is a new object).
+        """
+        if not isinstance(state, Mapping) or state.get("main") != self.main:
+            found = state.get("main") if isinstance(state, Mapping) else type(state).__name__
+            raise ValueError(f"pool state is for learning policy {found!r}, this pool's is {self.main!r}")
+        entries = state.get("snapshots")
+        version = state.get("version")
+        if not isinstance(entries, list) or not isinstance(version, int) or version < len(entries):
+            raise ValueError("malformed pool state: needs 'snapshots' (a list) and 'version' (an int >= their number)")
+        snapshots = []
+        for entry in entries:
+            pid = entry.get("policy_id") if isinstance(entry, Mapping) else None
+            if not isinstance(pid, str) or not pid.startswith(f"{self.main}@"):
+                raise ValueError(f"malformed snapshot entry {entry!r} for learning policy {self.main!r}")
+            if pid not in snapshot_weights:
+                raise ValueError(f"no weights for snapshot '{pid}'")
+            weights = {k: np.array(v, copy=True) for k, v in snapshot_weights[pid].items()}
+            snapshots.append(Snapshot(pid, int(entry.get("iteration", 0)), weights))
+        self.snapshots = snapshots[-self.max_snapshots :]
+        self._version = version
+        self.payoff = PayoffTable.from_dict(state["payoff"]) if "payoff" in state else self.payoff

@@ -9,6 +9,7 @@ it as an actor (see :func:`make_remote_samplers`).
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Mapping
 from typing import Any
 
@@ -71,7 +72,10 @@ class Sampler:
         if matchups is None:
             raise ValueError("Sampler needs a MatchupSource (who plays which agent)")
         self._max_failures = max_consecutive_env_failures
-        self._runner = self._make_runner(matchups, record=True, id_base=(2 * worker_index) << 40)
+        # Episode ids are unique across samplers and across restarts of one sampler (a
+        # restarted actor re-runs __init__): worker index, a random incarnation, a counter.
+        self._id_base = (worker_index << 48) | (secrets.randbits(19) << 29)
+        self._runner = self._make_runner(matchups, record=True, id_base=self._id_base)
         self._eval_runner: EnvRunner | None = None
 
     def _make_runner(self, matchups: MatchupSource, record: bool, id_base: int, num_envs: int | None = None) -> EnvRunner:
@@ -109,7 +113,7 @@ class Sampler:
         """
         n_envs = max(1, min(self.num_envs, num_episodes))
         if self._eval_runner is None or len(self._eval_runner.active) != n_envs:
-            self._eval_runner = self._make_runner(matchups, record=False, id_base=(2 * self._worker_index + 1) << 40, num_envs=n_envs)
+            self._eval_runner = self._make_runner(matchups, record=False, id_base=self._id_base | (1 << 28), num_envs=n_envs)
         runner = self._eval_runner
         runner.matchups = matchups
         runner.reset_all()

@@ -1,0 +1,207 @@
+"""OpenSpiel games under the :class:`~league.envs.base.MultiAgentEnv` contract.
+
+:class:`OpenSpielEnv` drives a ``pyspiel`` state directly (no third-party wrapper):
+
+* Agents are ``"player_<i>"`` for OpenSpiel player ``i``; one agent acts per step.
+* Chance nodes are resolved by the adapter, drawing each outcome with its
+  probability from the env's own generator (seeded by ``reset(seed)``), right after
+  ``reset`` and after every move, so callers only ever see decision nodes.
+* Observation: ``state.information_state_tensor(player)`` as float32 in the game's
+  tensor shape (``observation="observation"`` uses ``observation_tensor`` instead);
+  mask: ``legal_actions_mask(player)`` as int8 over ``game.num_distinct_actions()``.
+  :func:`information_state_obs` is the one function that builds it, so league policies
+  are queried with the same tensors when their exploitability is computed.
+* Rewards: after each move every agent receives the sum of ``state.rewards()`` over
+  the transitions applied in that step (the move and the chance outcomes that follow
+  it); summed over an episode this equals ``state.returns()``, counted once.
+* Simultaneous-move games are played in OpenSpiel's turn-based conversion
+  (``pyspiel.convert_to_turn_based``), where a player does not see moves made in the
+  same round.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyspiel
+
+from league.envs.base import AgentSpec, MultiAgentEnv, TimeStep
+
+__all__ = ["OBSERVATION_KINDS", "OpenSpielEnv", "agent_name", "information_state_obs", "load_game"]
+
+#: What the observation holds: the player's information state or its observation tensor.
+OBSERVATION_KINDS: tuple[str, ...] = ("info_state", "observation")
+
+
+def agent_name(player: int) -> str:
+    """The league agent id of OpenSpiel player ``player``."""
+    return f"player_{player}"
+
+
+def load_game(game: str | pyspiel.Game, **params: Any) -> pyspiel.Game:
+    """A sequential ``pyspiel.Game``: loaded by name (with ``params``) and, for a
+    simultaneous-move game, converted to its turn-based form."""
+    if isinstance(game, str):
+        try:
+            game = pyspiel.load_game(game, params) if params else pyspiel.load_game(game)
+        except pyspiel.SpielError as err:
+            raise ValueError(f"OpenSpiel cannot load game {game!r} with {params}: {err}") from err
+    elif params:
+        raise ValueError("game parameters only apply when the game is given by name")
+    if not isinstance(game, pyspiel.Game):
+        raise TypeError(f"game must be a name or a pyspiel.Game, got {type(game).__name__}")
+    dynamics = game.get_type().dynamics
+    if dynamics == pyspiel.GameType.Dynamics.SIMULTANEOUS:
+        game = pyspiel.convert_to_turn_based(game)
+    elif dynamics != pyspiel.GameType.Dynamics.SEQUENTIAL:
+        raise ValueError(f"game {game.get_type().short_name!r} has unsupported dynamics {dynamics}")
+    return game
+
+
+def information_state_obs(state: pyspiel.State, player: int, observation: str = "info_state") -> np.ndarray:
+    """The observation of ``player`` at ``state``, float32 in the game's tensor shape."""
+    game = state.get_game()
+    if observation == "info_state":
+        return np.asarray(state.information_state_tensor(player), dtype=np.float32).reshape(
+            game.information_state_tensor_shape()
+        )
+    return np.asarray(state.observation_tensor(player), dtype=np.float32).reshape(game.observation_tensor_shape())
+
+
+class OpenSpielEnv(MultiAgentEnv):
+    """An OpenSpiel game as a turn-based :class:`MultiAgentEnv` (see the module docstring).
+
+    Args:
+        game: a game name (``"kuhn_poker"``) or a loaded ``pyspiel.Game``.
+        name: used in error messages; defaults to the game's short name.
+        max_episode_steps: truncate every agent after this many ``step`` calls.
+        observation: one of :data:`OBSERVATION_KINDS`.
+        **params: game parameters when ``game`` is a name (``players=3``...).
+    """
+
+    def __init__(
+        self,
+        game: str | pyspiel.Game,
+        name: str | None = None,
+        max_episode_steps: int | None = None,
+        observation: str = "info_state",
+        **params: Any,
+    ) -> None:
+        if observation not in OBSERVATION_KINDS:
+            raise ValueError(f"observation must be one of {OBSERVATION_KINDS}, got {observation!r}")
+        limit = max_episode_steps
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 1):
+            raise ValueError(f"max_episode_steps must be a positive int or None, got {max_episode_steps!r}")
+        self.game = load_game(game, **params)
+        game_type = self.game.get_type()
+        self.name = name or game_type.short_name
+        provided = (
+            game_type.provides_information_state_tensor
+            if observation == "info_state"
+            else game_type.provides_observation_tensor
+        )
+        if not provided:
+            raise ValueError(f"game {self.name!r} provides no {observation} tensor")
+        self.observation = observation
+        self.max_episode_steps = None if max_episode_steps is None else int(max_episode_steps)
+        self.possible_agents = [agent_name(p) for p in range(self.game.num_players())]
+        shape = (
+            self.game.information_state_tensor_shape()
+            if observation == "info_state"
+            else self.game.observation_tensor_shape()
+        )
+        self._spec = AgentSpec(tuple(int(d) for d in shape), int(self.game.num_distinct_actions()), True)
+        self._rng = np.random.default_rng()
+        self._state: pyspiel.State | None = None
+        self._steps = 0
+        self._pending = np.zeros(self.game.num_players())  # chance rewards before the first move
+
+    @property
+    def state(self) -> pyspiel.State | None:
+        """The live ``pyspiel`` state (None before the first reset); do not modify it."""
+        return self._state
+
+    def spec(self, agent: str) -> AgentSpec:
+        """Every player shares one spec: the game's tensor shape and distinct actions."""
+        if agent not in self.possible_agents:
+            raise ValueError(f"env {self.name}: unknown agent {agent!r}; possible agents: {self.possible_agents}")
+        return self._spec
+
+    def reset(self, seed: int | None = None) -> TimeStep:
+        """New episode; initial chance nodes (deals) are drawn before the first player acts."""
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+        try:
+            self._state = self.game.new_initial_state()
+            self._steps = 0
+            self._pending = self._resolve_chance(np.zeros(self.game.num_players()))
+            if self._state.is_terminal():
+                raise RuntimeError("the game ended before any player acted")
+            ts = TimeStep(obs={}, masks={})
+            self._add_current_player(ts)
+        except Exception as err:
+            self._state = None
+            raise RuntimeError(f"env {self.name} raised in reset: {type(err).__name__}: {err}") from err
+        return ts
+
+    def step(self, actions: dict[str, int]) -> TimeStep:
+        """Apply the current player's action, then any chance outcomes that follow."""
+        state = self._state
+        if state is None or state.is_terminal():
+            raise RuntimeError(f"env {self.name}: step() called before reset() or after the episode ended")
+        player = state.current_player()
+        agent = agent_name(player)
+        if len(actions) != 1 or agent not in actions:
+            raise ValueError(
+                f"env {self.name}: it is {agent!r}'s turn, step() takes exactly one action for it; "
+                f"got actions for {sorted(actions)}"
+            )
+        action = int(actions[agent])
+        if action not in state.legal_actions(player):
+            legal = state.legal_actions(player)
+            raise ValueError(f"env {self.name}: action {action} is illegal for {agent!r} (legal: {legal})")
+        try:
+            state.apply_action(action)
+            self._steps += 1
+            rewards = self._pending + np.asarray(state.rewards(), dtype=np.float64)
+            self._pending = np.zeros(self.game.num_players())
+            rewards = self._resolve_chance(rewards)
+            ts = TimeStep(obs={}, masks={}, rewards={a: float(r) for a, r in zip(self.possible_agents, rewards)})
+            if state.is_terminal():
+                ts.terminated = {a: True for a in self.possible_agents}
+                ts.done = True
+            elif self.max_episode_steps is not None and self._steps >= self.max_episode_steps:
+                ts.truncated = {a: True for a in self.possible_agents}
+                ts.final_obs = {
+                    agent_name(p): information_state_obs(state, p, self.observation)
+                    for p in range(self.game.num_players())
+                }
+                ts.done = True
+                self._state = None
+            else:
+                self._add_current_player(ts)
+        except Exception as err:
+            self._state = None
+            raise RuntimeError(f"env {self.name} raised in step: {type(err).__name__}: {err}") from err
+        return ts
+
+    def _resolve_chance(self, rewards: np.ndarray) -> np.ndarray:
+        """Draw chance outcomes until a decision or terminal node; rewards accumulate."""
+        state = self._state
+        while state.is_chance_node():
+            outcomes, probs = zip(*state.chance_outcomes())
+            cumulative = np.cumsum(probs)
+            index = int(np.searchsorted(cumulative, self._rng.random() * cumulative[-1], side="right"))
+            state.apply_action(int(outcomes[min(index, len(outcomes) - 1)]))
+            rewards = rewards + np.asarray(state.rewards(), dtype=np.float64)
+        return rewards
+
+    def _add_current_player(self, ts: TimeStep) -> None:
+        state = self._state
+        player = state.current_player()
+        if player < 0:
+            raise RuntimeError(f"unexpected node kind: current player {player}")
+        agent = agent_name(player)
+        ts.obs[agent] = information_state_obs(state, player, self.observation)
+        ts.masks[agent] = np.asarray(state.legal_actions_mask(player), dtype=np.int8)

@@ -1,0 +1,382 @@
+"""The league coordinator: who plays whom, what the results say, when to snapshot.
+
+:class:`LeagueCoordinator` is a plain object (wrap it as a Ray actor with
+:func:`make_remote_coordinator`) holding the league's whole state: the
+:class:`Population`, the :class:`PayoffTable`, Elo and TrueSkill :class:`RatingTable` s,
+the :class:`Role` of every learning player, and one random generator. Its protocol:
+
+* :meth:`~LeagueCoordinator.next_matchups` hands out matchups in batches, one per
+  episode: learning players take turns, each draws an opponent from its role and a
+  random seat; only the learning player's seat learns (both when it plays itself).
+  Samplers consume a batch through :class:`MatchupBatch`, which can refill itself
+  from the coordinator.
+* :meth:`~LeagueCoordinator.report` reads sampler episode stats (``episode_id``,
+  ``policies``, ``outcome``) into the payoff table, the ratings and each learning
+  player's "games since its last snapshot". Episode ids already seen are skipped, so a
+  retried report counts once.
+* :meth:`~LeagueCoordinator.step` takes every learning player's cumulative learner
+  step count and returns the :class:`SnapshotAction` s and :class:`ResetAction` s due.
+  The league applies them to its own state at once; the driver copies the weights
+  (learning player -> new snapshot policy; reset source -> learning player) before it
+  asks for more matchups.
+
+Episode stats name policies, not players, so the players of one coordinator must have
+distinct policy ids. The whole state round-trips through :meth:`state_dict` /
+:meth:`load_state_dict` as JSON-able data, generator state included.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from league.population.evaluation import EvaluationPair, EvaluationScheduler
+from league.population.payoff import OUTCOMES, PayoffTable
+from league.population.players import Player, Population
+from league.population.ratings import Elo, RatingTable, TrueSkill
+from league.population.roles import Role, alphastar_roles
+from league.sampling.matchups import Matchup, MatchupSource
+
+__all__ = [
+    "LeagueCoordinator",
+    "MatchupBatch",
+    "ResetAction",
+    "SnapshotAction",
+    "make_remote_coordinator",
+    "remote_refill",
+]
+
+_RATING_KINDS = ("elo", "trueskill")
+
+
+@dataclass(frozen=True)
+class SnapshotAction:
+    """Copy ``player_id``'s current weights into the new frozen policy ``snapshot_id``."""
+
+    player_id: str
+    snapshot_id: str
+    step: int
+
+
+@dataclass(frozen=True)
+class ResetAction:
+    """Reset ``player_id``'s weights to ``source_id``'s (None: the player's own initial weights)."""
+
+    player_id: str
+    source_id: str | None
+    step: int
+
+
+class MatchupBatch(MatchupSource):
+    """A :class:`MatchupSource` that hands out precomputed matchups in order.
+
+    When the batch runs out it asks ``refill(refill_size)`` for a new one (e.g.
+    :func:`remote_refill` of a coordinator actor); without ``refill`` it starts over
+    from the first matchup and counts the wrap in :attr:`wraps`.
+    """
+
+    def __init__(
+        self,
+        matchups: Sequence[Matchup],
+        refill: Callable[[int], Sequence[Matchup]] | None = None,
+        refill_size: int | None = None,
+    ) -> None:
+        self._matchups = list(matchups)
+        if not self._matchups and refill is None:
+            raise ValueError("MatchupBatch needs matchups or a refill callable")
+        if not all(isinstance(m, Matchup) for m in self._matchups):
+            raise TypeError("MatchupBatch takes Matchup objects")
+        self.refill = refill
+        self.refill_size = int(refill_size or max(len(self._matchups), 1))
+        self._position = 0
+        self.wraps = 0
+
+    def next_matchup(self, agents: Sequence[str], episode_index: int, rng: np.random.Generator) -> Matchup:
+        """The next matchup of the batch (see the class docstring when it runs out)."""
+        if self._position >= len(self._matchups):
+            if self.refill is not None:
+                self._matchups = list(self.refill(self.refill_size))
+                if not self._matchups:
+                    raise RuntimeError("MatchupBatch refill returned no matchups")
+            else:
+                self.wraps += 1
+            self._position = 0
+        matchup = self._matchups[self._position]
+        self._position += 1
+        if set(matchup.policies) != set(agents):
+            raise ValueError(f"matchup seats {sorted(matchup.policies)} do not match the env's agents {sorted(agents)}")
+        return matchup
+
+
+class LeagueCoordinator:
+    """League state and decisions (see the module docstring).
+
+    Args:
+        agents: the env's two agent ids (seats), e.g. ``["player_0", "player_1"]``.
+        roles: role name -> :class:`Role`; every learning player's ``role`` must be one
+            of these. Defaults to :func:`alphastar_roles` (snapshots every 10^6 steps).
+        players: initial players (learning, scripted...), added in order.
+        payoff: the payoff table (default: no decay, trusted from 1 game).
+        evaluation: the evaluation scheduler (default settings when None).
+        seed: seed of the coordinator's generator.
+        dedupe_window: how many recent episode ids are remembered to skip repeats.
+    """
+
+    def __init__(
+        self,
+        agents: Sequence[str],
+        roles: Mapping[str, Role] | None = None,
+        players: Iterable[Player] = (),
+        payoff: PayoffTable | None = None,
+        evaluation: EvaluationScheduler | None = None,
+        seed: int = 0,
+        dedupe_window: int = 100_000,
+    ) -> None:
+        agents = list(agents)
+        if len(agents) != 2 or len(set(agents)) != 2 or not all(isinstance(a, str) for a in agents):
+            raise ValueError(f"LeagueCoordinator needs two distinct agent ids, got {agents}")
+        if dedupe_window < 1:
+            raise ValueError(f"dedupe_window must be >= 1, got {dedupe_window}")
+        self.agents = agents
+        self.roles: dict[str, Role] = dict(alphastar_roles(1_000_000) if roles is None else roles)
+        for name, role in self.roles.items():
+            if not isinstance(role, Role):
+                raise TypeError(f"role {name!r} must be a Role, got {type(role).__name__}")
+        self.population = Population()
+        self.payoff = payoff if payoff is not None else PayoffTable()
+        self.ratings = {"elo": RatingTable(Elo()), "trueskill": RatingTable(TrueSkill())}
+        self.evaluation = evaluation or EvaluationScheduler()
+        self.dedupe_window = int(dedupe_window)
+        self._rng = np.random.default_rng(seed)
+        self._cursor = 0
+        self._league_step = 0
+        self._steps: dict[str, int] = {}  # latest cumulative learner steps per learning player
+        self._last_snapshot: dict[str, int] = {}  # step of the last snapshot (or creation)
+        self._recent: dict[str, PayoffTable] = {}  # games since the last snapshot, per learning player
+        self._seen: deque[int] = deque()
+        self._seen_set: set[int] = set()
+        for player in players:
+            self.add_player(player)
+
+    # Players ----------------------------------------------------------------------
+    def add_player(self, player: Player) -> Player:
+        """Add a player; a learning one needs a known role, and policy ids must stay unique."""
+        if player.kind == "learning" and player.role not in self.roles:
+            raise ValueError(
+                f"learning player {player.player_id!r} has role {player.role!r}; known roles: {sorted(self.roles)}"
+            )
+        if any(p.policy_id == player.policy_id for p in self.population):
+            raise ValueError(f"policy id {player.policy_id!r} is already used by another player")
+        self.population.add(player)
+        parent = player.parent_id
+        for table in self.ratings.values():
+            inherited = table.rating(parent) if parent is not None and parent in table.ratings() else None
+            table.add_player(player.player_id, self._league_step, inherited)
+        if player.kind == "learning":
+            self._steps[player.player_id] = player.created_step
+            self._last_snapshot[player.player_id] = player.created_step
+            self._recent[player.player_id] = PayoffTable()
+        return player
+
+    def learning_players(self) -> list[str]:
+        """Ids of the learning players, in population order."""
+        return self.population.player_ids(kind="learning")
+
+    # Matchups ---------------------------------------------------------------------
+    def next_matchups(self, k: int, learners: Sequence[str] | None = None) -> list[Matchup]:
+        """``k`` training matchups, one per episode, learners taking turns."""
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
+            raise ValueError(f"k must be a positive int, got {k!r}")
+        ids = self.learning_players() if learners is None else list(learners)
+        if not ids:
+            raise ValueError("the league has no learning player to schedule")
+        for pid in ids:
+            if self.population.get(pid).kind != "learning":
+                raise ValueError(f"{pid!r} is not a learning player")
+        out = []
+        for _ in range(int(k)):
+            player = self.population.get(ids[self._cursor % len(ids)])
+            self._cursor += 1
+            role = self.roles[player.role]  # type: ignore[index]
+            opponent_id = role.choose_opponent(player.player_id, self.population, self.payoff, self._rng)
+            opponent = self.population.get(opponent_id)
+            seat = int(self._rng.integers(2))
+            learner_seat, other_seat = self.agents[seat], self.agents[1 - seat]
+            policies = {learner_seat: player.policy_id, other_seat: opponent.policy_id}
+            learning = {learner_seat, other_seat} if opponent.player_id == player.player_id else {learner_seat}
+            out.append(Matchup(policies, frozenset(learning)))
+        return out
+
+    def matchup_source(self, k: int) -> MatchupBatch:
+        """A :class:`MatchupBatch` of :meth:`next_matchups` ``(k)`` (cycles when used up)."""
+        return MatchupBatch(self.next_matchups(k))
+
+    def next_evaluation(self, num_pairs: int) -> tuple[list[EvaluationPair], list[Matchup]]:
+        """The least certain pairs and their evaluation matchups (report their episodes as usual)."""
+        pairs = self.evaluation.schedule(self.population, self.payoff, num_pairs, self._rng)
+        return pairs, self.evaluation.matchups(pairs, self.agents, self.population)
+
+    # Results ----------------------------------------------------------------------
+    def report(self, episodes: Iterable[Mapping[str, Any]]) -> int:
+        """Record finished episodes; returns how many new games between league players
+        were recorded (repeats, self-play games and unknown policies are skipped)."""
+        by_policy = {p.policy_id: p.player_id for p in self.population}
+        recorded = 0
+        for episode in episodes:
+            try:
+                episode_id, seats, outcome = episode["episode_id"], episode["policies"], episode["outcome"]
+            except (KeyError, TypeError):
+                raise ValueError(
+                    f"episode stats need 'episode_id', 'policies' and 'outcome', got {episode!r}"
+                ) from None
+            if not self._remember(int(episode_id)):
+                continue
+            if len(seats) != 2 or any(p not in by_policy for p in seats.values()):
+                continue
+            (seat_a, policy_a), (seat_b, policy_b) = sorted(seats.items())
+            a, b = by_policy[policy_a], by_policy[policy_b]
+            if a == b:
+                continue
+            result = outcome[seat_a]
+            if result not in OUTCOMES:
+                raise ValueError(f"episode {episode_id}: outcome must be one of {OUTCOMES}, got {result!r}")
+            self.payoff.update(a, b, result)
+            for player_id, opponent_id, view in ((a, b, result), (b, a, _flip(result))):
+                if player_id in self._recent:
+                    self._recent[player_id].update(player_id, opponent_id, view)
+            for table in self.ratings.values():
+                table.record(a, b, result, self._league_step)
+            recorded += 1
+        return recorded
+
+    def _remember(self, episode_id: int) -> bool:
+        """Whether the id is new (and remember it, forgetting the oldest past the window)."""
+        if episode_id in self._seen_set:
+            return False
+        self._seen.append(episode_id)
+        self._seen_set.add(episode_id)
+        if len(self._seen) > self.dedupe_window:
+            self._seen_set.discard(self._seen.popleft())
+        return True
+
+    # Snapshots and resets ---------------------------------------------------------
+    def step(self, learner_steps: Mapping[str, int]) -> list[SnapshotAction | ResetAction]:
+        """Take cumulative learner steps per learning player; return the actions now due."""
+        for pid, steps in learner_steps.items():
+            if pid not in self._steps:
+                raise ValueError(f"{pid!r} is not a learning player of this league")
+            if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < self._steps[pid]:
+                raise ValueError(f"learner steps of {pid!r} must be an int >= {self._steps[pid]}, got {steps!r}")
+        self._steps.update({pid: int(s) for pid, s in learner_steps.items()})
+        self._league_step = sum(self._steps.values())
+        actions: list[SnapshotAction | ResetAction] = []
+        for pid in self.learning_players():
+            if pid not in learner_steps:
+                continue
+            player = self.population.get(pid)
+            role = self.roles[player.role]  # type: ignore[index]
+            steps = self._steps[pid]
+            if not role.snapshot.due(steps - self._last_snapshot[pid], pid, self.population, self._recent[pid]):
+                continue
+            snap = self.population.snapshot(pid, steps)
+            for table in self.ratings.values():
+                table.add_player(snap.player_id, self._league_step, table.rating(pid))
+            self._last_snapshot[pid] = steps
+            self._recent[pid] = PayoffTable()
+            actions.append(SnapshotAction(pid, snap.player_id, steps))
+            p = role.reset_probability
+            if p >= 1.0 or (p > 0.0 and self._rng.random() < p):
+                actions.append(ResetAction(pid, player.parent_id, steps))
+        return actions
+
+    # Views ------------------------------------------------------------------------
+    def leaderboard(self, system: str = "trueskill") -> list[tuple[str, float]]:
+        """``(player_id, conservative rating)`` best first, under ``"elo"`` or ``"trueskill"``."""
+        if system not in _RATING_KINDS:
+            raise ValueError(f"system must be one of {_RATING_KINDS}, got {system!r}")
+        table = self.ratings[system]
+        return [(pid, table.system.conservative(r)) for pid, r in table.leaderboard()]
+
+    # State ------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """The whole league state as JSON-able data (generator state included)."""
+        return {
+            "agents": list(self.agents),
+            "roles": {name: role.to_dict() for name, role in self.roles.items()},
+            "population": self.population.to_dict(),
+            "payoff": self.payoff.to_dict(),
+            "ratings": {kind: table.to_dict() for kind, table in self.ratings.items()},
+            "evaluation": self.evaluation.to_dict(),
+            "rng": self._rng.bit_generator.state,
+            "cursor": self._cursor,
+            "league_step": self._league_step,
+            "steps": dict(self._steps),
+            "last_snapshot": dict(self._last_snapshot),
+            "recent": {pid: table.to_dict() for pid, table in self._recent.items()},
+            "seen": list(self._seen),
+            "dedupe_window": self.dedupe_window,
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Replace this coordinator's state with one from :meth:`state_dict`."""
+        restored = LeagueCoordinator(
+            state["agents"],
+            roles={name: Role.from_dict(role) for name, role in state["roles"].items()},
+            payoff=PayoffTable.from_dict(state["payoff"]),
+            evaluation=EvaluationScheduler.from_dict(state["evaluation"]),
+            dedupe_window=state["dedupe_window"],
+        )
+        restored.population = Population.from_dict(state["population"])
+        restored.ratings = {kind: RatingTable.from_dict(table) for kind, table in state["ratings"].items()}
+        restored._rng.bit_generator.state = state["rng"]
+        restored._cursor = int(state["cursor"])
+        restored._league_step = int(state["league_step"])
+        restored._steps = {pid: int(s) for pid, s in state["steps"].items()}
+        restored._last_snapshot = {pid: int(s) for pid, s in state["last_snapshot"].items()}
+        restored._recent = {pid: PayoffTable.from_dict(t) for pid, t in state["recent"].items()}
+        restored._seen = deque(int(e) for e in state["seen"])
+        restored._seen_set = set(restored._seen)
+        self.__dict__.update(restored.__dict__)
+
+    @classmethod
+    def from_state_dict(cls, state: Mapping[str, Any]) -> LeagueCoordinator:
+        """A new coordinator with the state of :meth:`state_dict`."""
+        coordinator = cls(state["agents"], roles={})
+        coordinator.load_state_dict(state)
+        return coordinator
+
+
+def _flip(outcome: str) -> str:
+    return {"win": "loss", "loss": "win"}.get(outcome, outcome)
+
+
+class _RemoteRefill:
+    """Picklable ``refill(k)`` that asks a coordinator actor for ``k`` matchups."""
+
+    def __init__(self, coordinator: Any) -> None:
+        self.coordinator = coordinator
+
+    def __call__(self, k: int) -> list[Matchup]:
+        import ray
+
+        return ray.get(self.coordinator.next_matchups.remote(k))
+
+
+def remote_refill(coordinator: Any) -> Callable[[int], list[Matchup]]:
+    """A :class:`MatchupBatch` refill that pulls batches from a coordinator actor."""
+    return _RemoteRefill(coordinator)
+
+
+def make_remote_coordinator(num_cpus: float = 0, **kwargs: Any) -> Any:
+    """A Ray actor running :class:`LeagueCoordinator` (kwargs as for its constructor).
+
+    ``num_cpus=0`` by default: the coordinator is bookkeeping, it should not hold a core.
+    """
+    import ray
+
+    return ray.remote(num_cpus=num_cpus)(LeagueCoordinator).remote(**kwargs)
