@@ -5,6 +5,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,13 @@ inline std::string describe_schema(const py::dtype& dt, const std::vector<py::ss
   return s + "]";
 }
 
+// True for dtype object and for structured dtypes with an object field: their bytes are
+// references, and copying them with memcpy would skip reference counting.
+inline bool holds_objects(const py::dtype& dt) {
+  constexpr std::uint64_t kNpyItemHasObject = 0x01;  // NPY_ITEM_HASOBJECT
+  return dt.kind() == 'O' || (dt.flags() & kNpyItemHasObject) != 0;
+}
+
 inline std::vector<py::ssize_t> trailing_shape(const py::array& a) {
   return std::vector<py::ssize_t>(a.shape() + 1, a.shape() + a.ndim());
 }
@@ -43,7 +51,10 @@ inline py::array as_c_contiguous(const py::handle& obj, const std::string& what)
   }
   py::array a = py::reinterpret_borrow<py::array>(obj);
   if (a.ndim() < 1) throw py::value_error(what + " must have at least one dimension (rows)");
-  if (a.dtype().kind() == 'O') throw py::type_error(what + " has dtype object, which cannot be stored");
+  if (holds_objects(a.dtype())) {
+    throw py::type_error(what + " has dtype " + py::str(a.dtype()).cast<std::string>() +
+                         ", which holds Python objects and cannot be copied");
+  }
   if (!(a.flags() & py::array::c_style)) {
     a = py::module_::import("numpy").attr("ascontiguousarray")(a);
   }

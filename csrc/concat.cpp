@@ -14,7 +14,7 @@ namespace {
 bool is_plain_c_array(PyObject* obj) {
   if (!py::isinstance<py::array>(obj)) return false;
   auto a = py::reinterpret_borrow<py::array>(obj);
-  return a.ndim() >= 1 && (a.flags() & py::array::c_style) && a.dtype().kind() != 'O';
+  return a.ndim() >= 1 && (a.flags() & py::array::c_style) && !holds_objects(a.dtype());
 }
 
 struct Copy {

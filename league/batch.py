@@ -60,8 +60,8 @@ class SampleBatch(Mapping[str, np.ndarray]):
             if not isinstance(name, str):
                 raise TypeError(f"SampleBatch column names must be str, got {name!r}")
             arr = value if isinstance(value, np.ndarray) else np.asarray(value)
-            if arr.dtype == object:
-                raise TypeError(f"SampleBatch column '{name}' has dtype object; use numeric arrays")
+            if arr.dtype.hasobject:  # object, or a structured dtype with an object field
+                raise TypeError(f"SampleBatch column '{name}' has dtype {arr.dtype} holding Python objects; use numeric arrays")
             if arr.ndim == 0:
                 raise ValueError(f"SampleBatch column '{name}' is a scalar; columns need a row dimension")
             if count is None:

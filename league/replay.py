@@ -399,6 +399,6 @@ def _restore(cls: type[ReplayBuffer], meta: dict[str, Any], npz: Any, prefix: st
         leaves = npz[f"{prefix}leaf_values"] if kind == "prioritized" else None
         buf._core.restore(columns, int(meta["size"]), int(meta["next"]), [int(w) for w in meta["rng"]],
                           leaves, float(meta["max_priority"]))
-    except (KeyError, TypeError, ValueError, OSError, EOFError, zipfile.BadZipFile) as e:
+    except (KeyError, TypeError, ValueError, OverflowError, MemoryError, OSError, EOFError, zipfile.BadZipFile) as e:
         raise ReplayFileError(f"{where} is not a valid league replay file: {type(e).__name__}: {e}") from e
     return buf
