@@ -23,6 +23,8 @@ __all__ = [
     "EvalConfig",
     "StopConfig",
     "RayConfig",
+    "CheckpointConfig",
+    "LoggingConfig",
     "PolicyConfig",
     "RunConfig",
     "parse_run_config",
@@ -50,10 +52,13 @@ class SamplerConfig:
     """Sampler actors: how many, env copies each, steps per env copy per fragment."""
 
     num_samplers: int = 2
-    num_envs: int = 16
+    num_envs: int = 32
     fragment_length: int = 64
     mode: str = "async"  # ParallelRollouts mode: bulk_sync or async
     num_cpus: float = 1.0  # Ray CPUs reserved per sampler actor
+    # False: samplers run inside the driver process, one after the other (debugging, tests,
+    # exactly reproducible runs); with a local learner too, Ray is then never started.
+    remote: bool = True
     max_consecutive_env_failures: int = 5
 
 
@@ -77,10 +82,10 @@ class LeagueConfig:
 
     snapshot_interval: int = 5  # iterations between snapshots
     max_snapshots: int = 20  # oldest dropped beyond this
-    self_play_prob: float = 0.5  # probability of playing the current policy itself
+    self_play_prob: float = 0.2  # probability of playing the current policy itself
     opponent_sampling: str = "uniform"  # uniform | pfsp (over snapshots)
     # Fixed league members and their constant share of training games, e.g. {random: 0.1}.
-    fixed_opponents: dict[str, float] = field(default_factory=dict)
+    fixed_opponents: dict[str, float] = field(default_factory=lambda: {"random": 0.2})
 
 
 @dataclass
@@ -112,6 +117,24 @@ class RayConfig:
 
 
 @dataclass
+class CheckpointConfig:
+    """Periodic checkpoints (a final one is always written when the run ends)."""
+
+    interval: int = 0  # iterations between checkpoints; 0: only the final one
+    keep_last: int = 3  # periodic checkpoints kept (older ones deleted); the final one is extra
+
+
+@dataclass
+class LoggingConfig:
+    """Where per-iteration metrics go besides ``metrics.jsonl`` (always written)."""
+
+    tensorboard: bool = True  # event files under <run dir>/tensorboard
+    # A live display on a terminal (rich); plain lines when stdout is not a TTY.
+    # Both need ``verbose: true``.
+    progress: bool = True
+
+
+@dataclass
 class PolicyConfig:
     """One learning policy of a multi-policy run: its algorithm and hyperparameters."""
 
@@ -138,8 +161,13 @@ class RunConfig:
     eval: EvalConfig = field(default_factory=EvalConfig)
     stop: StopConfig = field(default_factory=StopConfig)
     ray: RayConfig = field(default_factory=RayConfig)
+    checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
+    logging: LoggingConfig = field(default_factory=LoggingConfig)
     seed: int = 0
     checkpoint_dir: str = "checkpoints"
+    # A checkpoint directory (or a run / checkpoints directory: its latest checkpoint) to
+    # continue from; env, policies, algorithms and model shapes must match this config.
+    resume: str | None = None
     verbose: bool = True
 
 
@@ -208,6 +236,12 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
         raise ValueError(f"league.fixed_opponents has unknown player(s) {unknown_fixed}; known: ['random']")
     if sum(cfg.league.fixed_opponents.values()) + cfg.league.self_play_prob > 1.0 + 1e-9:
         raise ValueError("league.fixed_opponents shares plus league.self_play_prob must sum to <= 1")
+    if cfg.checkpoint.interval < 0 or cfg.checkpoint.keep_last < 1:
+        raise ValueError(
+            f"checkpoint.interval must be >= 0 and checkpoint.keep_last >= 1, got {cfg.checkpoint.interval} and {cfg.checkpoint.keep_last}"
+        )
+    if cfg.resume is not None and (not isinstance(cfg.resume, str) or not cfg.resume):
+        raise ValueError(f"resume must be a checkpoint path (a non-empty string) or null, got {cfg.resume!r}")
     if cfg.eval.opponent != "random":
         raise ValueError(f"eval.opponent '{cfg.eval.opponent}' is not supported (known: random)")
     return cfg

@@ -1,10 +1,14 @@
-"""A training run: samplers on Ray, a learner, the algorithm's plan, and the self-play league.
+"""A training run: samplers (Ray actors or in-process), a learner, the algorithm's plan, the league.
 
 ``Trainer(cfg, run_dir).train()`` is what ``league-train`` runs. Per iteration: the plan
 yields one training step (rollouts -> algorithm fragment -> weight broadcast); the
 trainer feeds finished episodes to the league's payoff table, takes snapshots, schedules
-evaluation episodes against a fixed opponent, prints a progress line and checks the stop
-criteria. At the end it writes a checkpoint of the policies.
+evaluation episodes against a fixed opponent, logs a metrics row (``metrics.jsonl``,
+TensorBoard), updates the progress display, writes periodic checkpoints and checks the
+stop criteria. At the end it writes a final checkpoint and ``summary.json``.
+
+``cfg.resume`` continues a run from a checkpoint: see :mod:`league.resume` for what is
+restored exactly and what is not.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import warnings
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -21,13 +26,25 @@ import torch
 
 from league.algos import make_algorithm
 from league.algos.compose import build_multi_policy_plan
+from league.checkpoint import Checkpoint, periodic_name, prune_checkpoints, write_checkpoint
 from league.config import RunConfig
 from league.envs import make_env
+from league.flow.actors import is_ray_actor, resolve, share, submit
 from league.learn import Learner, LearnerGroup
+from league.metrics_log import MetricsLogger, episode_metrics
 from league.policy import RandomPolicyFactory
 from league.population.payoff import PayoffTable
 from league.population.selfplay import SelfPlayPool
-from league.sampling import OpponentSampling, UniformMatchups, make_remote_samplers
+from league.progress import NoProgress, make_progress
+from league.resume import (
+    league_state,
+    load_resume_checkpoint,
+    restore_learner,
+    restore_league,
+    sampler_seed,
+    set_driver_rng_state,
+)
+from league.sampling import OpponentSampling, Sampler, UniformMatchups, make_remote_samplers
 
 __all__ = ["Trainer", "MAIN", "EVAL_OPPONENT"]
 
@@ -42,124 +59,203 @@ class Trainer:
         self.cfg = cfg
         self.run_dir = Path(run_dir).resolve()  # resolved before anything reaches an actor
         self.iteration = 0
+        self.env_steps = 0
         self.history: list[dict[str, Any]] = []
-        self._pending_stats: list[Any] = []
-        self._pending_eval: list[tuple[str, list[Any]]] = []
         self.win_rates: dict[str, float] = {}  # latest evaluation win rate per learning policy
+        self.best_win_rate: float | None = None  # best of the worst-policy evaluation win rates
+        self.resumed_from: Path | None = None
+        self.checkpoints: list[Path] = []
+        self.samplers: list[Any] = []
+        self.learner: Any = None
+        self.logger: MetricsLogger | None = None
+        self.progress: Any = NoProgress()
+        self._pending_stats: list[Any] = []
+        self._flushed_stats: list[dict[str, Any]] = []  # recorded at a checkpoint, reported next row
+        self._pending_eval: list[tuple[str, list[Any]]] = []
+        self._start = (0, 0)  # iteration and env steps when this process began
+
+    @property
+    def checkpoint_root(self) -> Path:
+        """Where this run writes checkpoints (``checkpoint_dir``, relative to the run directory)."""
+        d = Path(self.cfg.checkpoint_dir)
+        return d if d.is_absolute() else self.run_dir / d
 
     # Setup ----------------------------------------------------------------------
     def setup(self) -> None:
-        """Start (or join) Ray, build the algorithm, learner, samplers, league and plan."""
-        import ray
-
-        from league.flow import ParallelRollouts
-
+        """Build algorithms and league, read a resume checkpoint (before Ray starts or any file
+        is written), then the learner, samplers and plan."""
         cfg = self.cfg
-        if not ray.is_initialized():
-            ray.init(
-                address=cfg.ray.address,
-                num_cpus=cfg.ray.num_cpus if cfg.ray.address is None else None,
-                include_dashboard=cfg.ray.include_dashboard,
-                log_to_driver=True,
-            )
-        env = make_env(cfg.env.name, **cfg.env.kwargs)
-        specs = {a: env.spec(a) for a in env.possible_agents}
-        env.close()
-        if len(set(specs.values())) != 1:
-            raise ValueError(f"self-play needs identical agent specs, env '{cfg.env.name}' has {specs}")
-        spec = next(iter(specs.values()))
+        spec = self._agent_spec()
         if cfg.policies:
             self.algorithms = {pid: make_algorithm(pc.algo, spec, pc.params) for pid, pc in cfg.policies.items()}
         else:
             self.algorithms = {MAIN: make_algorithm(cfg.algo.name, spec, cfg.algo.params)}
         self.learning = list(self.algorithms)
+        checkpoint = None
+        if cfg.resume:
+            checkpoint = load_resume_checkpoint(cfg.resume, cfg.checkpoint_dir, asdict(cfg), self.algorithms)
 
-        torch.manual_seed(cfg.seed)
-        if cfg.learner.num_learners > 1 or cfg.learner.device != "cpu":
-            self.learner = LearnerGroup.from_config(asdict(cfg.learner), seed=cfg.seed, remote=True)
-            self.learner.add_policies(self.algorithms)
-        else:  # one learner in the driver: batches never leave the process
-            self.learner = Learner(
-                cfg.learner.device,
-                seed=cfg.seed,
-                num_threads=cfg.learner.num_threads,
-                stack_same_shaped=cfg.learner.stack_same_shaped,
-            )
-            for pid, algo in self.algorithms.items():
-                self.learner.add_policy(pid, algo)
         # One learning policy: self-play against its snapshots. Several: they play each other.
         self.pool: SelfPlayPool | None = None
         self.payoff = PayoffTable(decay=0.99, min_games=5)
         if len(self.learning) == 1:
+            league = cfg.league
             self.pool = SelfPlayPool(
                 self.learning[0],
-                self_play_prob=cfg.league.self_play_prob,
-                max_snapshots=cfg.league.max_snapshots,
-                opponent_sampling=cfg.league.opponent_sampling,
+                self_play_prob=league.self_play_prob,
+                max_snapshots=league.max_snapshots,
+                opponent_sampling=league.opponent_sampling,
                 payoff=self.payoff,
-                fixed_opponents=cfg.league.fixed_opponents,
+                fixed_opponents=league.fixed_opponents,
             )
-            matchups = self.pool.matchups()
-        else:
-            matchups = UniformMatchups(self.learning)
-        self.samplers = make_remote_samplers(
-            cfg.sampler.num_samplers,
-            num_cpus=cfg.sampler.num_cpus,
-            env=cfg.env.name,
-            env_kwargs=cfg.env.kwargs,
-            policies={**self.algorithms, EVAL_OPPONENT: RandomPolicyFactory()},
-            frozen=(EVAL_OPPONENT,),
-            matchups=matchups,
-            num_envs=cfg.sampler.num_envs,
-            fragment_length=cfg.sampler.fragment_length,
-            seed=cfg.seed,
-            max_consecutive_env_failures=cfg.sampler.max_consecutive_env_failures,
+        if checkpoint is not None:
+            self._restore_league(checkpoint)
+
+        if self._uses_ray():
+            import ray
+
+            if not ray.is_initialized():
+                ray.init(
+                    address=cfg.ray.address,
+                    num_cpus=cfg.ray.num_cpus if cfg.ray.address is None else None,
+                    include_dashboard=cfg.ray.include_dashboard,
+                    log_to_driver=True,
+                )
+        torch.manual_seed(cfg.seed)
+        self.learner = self._make_learner()
+        if checkpoint is not None:
+            restore_learner(self.learner, checkpoint, self.learning)
+
+        snapshots = {s.policy_id: self.algorithms[self.pool.main] for s in self.pool.snapshots} if self.pool else {}
+        self.samplers = self._make_samplers(
+            policies={**self.algorithms, EVAL_OPPONENT: RandomPolicyFactory(), **snapshots},
+            frozen=(EVAL_OPPONENT, *snapshots),
+            matchups=self.pool.matchups() if self.pool else UniformMatchups(self.learning),
         )
         weights = self.learner.get_weights(self.learning)
-        ray.get([s.set_weights.remote(weights) for s in self.samplers])
+        weights.update({s.policy_id: s.weights for s in (self.pool.snapshots if self.pool else [])})
+        shared = share(weights, self.samplers)
+        resolve([submit(s, "set_weights", shared) for s in self.samplers], self.samplers)
+
+        from league.flow import ParallelRollouts
 
         rollouts = ParallelRollouts(self.samplers, mode=cfg.sampler.mode)
         self.plan = build_multi_policy_plan(rollouts, self.learner, self.samplers, self.algorithms)
+        if checkpoint is not None:
+            self.plan.metrics.counters.update(self._restored_counters)
+            set_driver_rng_state(checkpoint.league.get("rng"))
+        self._start = (self.iteration, self.env_steps)
+
+    def _agent_spec(self) -> Any:
+        cfg = self.cfg
+        env = make_env(cfg.env.name, **cfg.env.kwargs)
+        try:
+            specs = {a: env.spec(a) for a in env.possible_agents}
+        finally:
+            env.close()
+        if len(set(specs.values())) != 1:
+            raise ValueError(f"self-play needs identical agent specs, env '{cfg.env.name}' has {specs}")
+        return next(iter(specs.values()))
+
+    def _uses_ray(self) -> bool:
+        return self.cfg.sampler.remote or self._learner_group()
+
+    def _learner_group(self) -> bool:
+        return self.cfg.learner.num_learners > 1 or self.cfg.learner.device != "cpu"
+
+    def _make_learner(self) -> Any:
+        cfg = self.cfg
+        if self._learner_group():
+            learner = LearnerGroup.from_config(asdict(cfg.learner), seed=cfg.seed, remote=True)
+            learner.add_policies(self.algorithms)
+            return learner
+        # One learner in the driver: batches never leave the process.
+        learner = Learner(
+            cfg.learner.device, seed=cfg.seed, num_threads=cfg.learner.num_threads, stack_same_shaped=cfg.learner.stack_same_shaped
+        )
+        for pid, algo in self.algorithms.items():
+            learner.add_policy(pid, algo)
+        return learner
+
+    def _make_samplers(self, policies: dict[str, Any], frozen: tuple[str, ...], matchups: Any) -> list[Any]:
+        s = self.cfg.sampler
+        seed = sampler_seed(self.cfg.seed, self.iteration)
+        kwargs = dict(
+            env=self.cfg.env.name,
+            env_kwargs=self.cfg.env.kwargs,
+            policies=policies,
+            frozen=frozen,
+            matchups=matchups,
+            num_envs=s.num_envs,
+            fragment_length=s.fragment_length,
+            max_consecutive_env_failures=s.max_consecutive_env_failures,
+        )
+        if s.remote:
+            return make_remote_samplers(s.num_samplers, num_cpus=s.num_cpus, seed=seed, **kwargs)
+        # In the driver, samplers must leave the process's torch thread count alone.
+        return [Sampler(seed=seed, worker_index=i, torch_threads=torch.get_num_threads(), **kwargs) for i in range(s.num_samplers)]
+
+    # Resume ---------------------------------------------------------------------
+    def _restore_league(self, checkpoint: Checkpoint) -> None:
+        restored = restore_league(checkpoint, self.pool)
+        self.payoff, self.win_rates, self.best_win_rate = restored.payoff, restored.win_rates, restored.best_win_rate
+        self._restored_counters = restored.counters
+        self.iteration, self.env_steps = checkpoint.iteration, checkpoint.env_steps
+        self.resumed_from = checkpoint.path
 
     # Loop -----------------------------------------------------------------------
     def train(self) -> dict[str, Any]:
         """Run until a stop criterion; returns the final summary (also written to disk)."""
-        self.run_dir.mkdir(parents=True, exist_ok=True)
         self.setup()
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.logger = MetricsLogger(self.run_dir, tensorboard=self.cfg.logging.tensorboard)
         if self.cfg.verbose:
-            print(f"league-train: plan\n{self.plan}", flush=True)
+            resumed = f" (resumed from {self.resumed_from} at iteration {self.iteration})" if self.resumed_from else ""
+            print(f"league-train: run directory {self.run_dir}{resumed}\nplan\n{self.plan}", flush=True)
+        self.progress = make_progress(self.cfg, *self._start)
         start = time.perf_counter()
-        self._env_steps = 0
+        interval = self.cfg.checkpoint.interval
         try:
             while not self._should_stop(time.perf_counter() - start):
                 self.step(time.perf_counter() - start)
+                if interval and self.iteration % interval == 0:
+                    self.save_checkpoint(periodic_name(self.iteration))
+                    prune_checkpoints(self.checkpoint_root, self.cfg.checkpoint.keep_last)
             self._collect_eval(block=True)
-        finally:
-            summary = self._summary(time.perf_counter() - start)
-            self.save_checkpoint("final")
-            with open(self.run_dir / "summary.json", "w") as f:
-                json.dump(summary, f, indent=2)
+        except BaseException:
+            self._finish(time.perf_counter() - start, failed=True)
+            raise
+        return self._finish(time.perf_counter() - start)
+
+    def _finish(self, elapsed: float, failed: bool = False) -> dict[str, Any]:
+        self.progress.close()
+        summary = self._summary(elapsed)
+        try:
+            self.save_checkpoint("final", flush=not failed)
+        except Exception as err:
+            if not failed:
+                raise
+            # The run's own error is the one to report; a final checkpoint is best effort.
+            warnings.warn(f"no final checkpoint written after the failure: {err!r}", stacklevel=2)
+        summary["checkpoints"] = [str(p) for p in self.checkpoints]
+        with open(self.run_dir / "summary.json", "w") as f:
+            json.dump(summary, f, indent=2)
         return summary
 
     def step(self, elapsed: float) -> dict[str, Any]:
-        """One iteration: a training step of the plan plus league bookkeeping."""
-        import ray
-
+        """One iteration: a training step of the plan plus league bookkeeping and logging."""
         t0 = time.perf_counter()
         next(self.plan)
         self.iteration += 1
         metrics = self.plan.metrics.snapshot() if hasattr(self.plan, "metrics") else {}
-        counters = metrics.get("counters", {})
-        self._env_steps = int(counters.get("num_env_steps_sampled", self._env_steps))
+        self.env_steps = int(metrics.get("counters", {}).get("num_env_steps_sampled", self.env_steps))
 
         # Episode outcomes feed the payoff table; fetched one iteration late so the
         # driver never waits behind a sample() in flight.
-        stats = []
-        for refs in self._pending_stats:
-            for eps in ray.get(refs):
-                stats.extend(eps)
-        self._record_outcomes(stats)
-        self._pending_stats = [[s.pop_episode_stats.remote() for s in self.samplers]]
+        fresh = self._fetch_stats()
+        self._record_outcomes(fresh)
+        stats, self._flushed_stats = self._flushed_stats + fresh, []
+        self._pending_stats = [submit(s, "pop_episode_stats") for s in self.samplers]
 
         league = self.cfg.league
         if self.pool and league.snapshot_interval and self.iteration % league.snapshot_interval == 0:
@@ -168,39 +264,38 @@ class Trainer:
             self._start_eval()
         self._collect_eval(block=False)
 
-        learner_stats = metrics.get("learner", {})
+        time_s = elapsed + time.perf_counter() - t0
         row = {
             "iteration": self.iteration,
-            "env_steps": self._env_steps,
-            "time_s": round(elapsed + time.perf_counter() - t0, 2),
-            "env_steps_per_s": round(self._env_steps / max(elapsed + time.perf_counter() - t0, 1e-9), 1),
+            "env_steps": self.env_steps,
+            "time_s": round(time_s, 2),
+            "env_steps_per_s": round((self.env_steps - self._start[1]) / max(time_s, 1e-9), 1),
             "episodes": len(stats),
             "mean_episode_len": float(np.mean([e["length"] for e in stats])) if stats else None,
             "win_rate_vs_random": dict(self.win_rates),
             "snapshots": len(self.pool.snapshots) if self.pool else 0,
-            **{f"{pid}/{k}": round(v, 5) for pid, st in learner_stats.items() for k, v in st.items()},
+            **episode_metrics(stats, self.learning),
+            **{f"{pid}/{k}": round(v, 5) for pid, st in metrics.get("learner", {}).items() for k, v in st.items()},
             "operators": metrics.get("operators", {}),
         }
         self.history.append(row)
-        with open(self.run_dir / "metrics.jsonl", "a") as f:
-            f.write(json.dumps(row) + "\n")
-        if self.cfg.verbose:
-            wr = " ".join(f"{pid}={w:.3f}" for pid, w in self.win_rates.items()) or "-"
-            print(
-                f"iter {self.iteration:4d}  steps {self._env_steps:9d}  steps/s {row['env_steps_per_s']:8.1f}  "
-                f"win_rate_vs_random {wr}  snapshots {row['snapshots']:2d}",
-                flush=True,
-            )
+        if self.logger is not None:  # None when step() is driven without train()
+            self.logger.log(row)
+        self.progress.update(row, time_s, self.best_win_rate)
         return row
 
     def _should_stop(self, elapsed: float) -> bool:
         stop = self.cfg.stop
         return bool(
-            (stop.env_steps and self._env_steps >= stop.env_steps)
+            (stop.env_steps and self.env_steps >= stop.env_steps)
             or (stop.iterations and self.iteration >= stop.iterations)
             or (stop.time_s and elapsed >= stop.time_s)
             or (stop.win_rate and self.win_rates and min(self.win_rates.values()) >= stop.win_rate)
         )
+
+    def _fetch_stats(self) -> list[dict[str, Any]]:
+        pending, self._pending_stats = self._pending_stats, []
+        return [e for eps in resolve(pending, self.samplers) for e in eps] if pending else []
 
     def _record_outcomes(self, episodes: list[dict[str, Any]]) -> None:
         if self.pool is not None:
@@ -213,92 +308,103 @@ class Trainer:
 
     # League ---------------------------------------------------------------------
     def _snapshot(self) -> None:
-        import ray
-
         main = self.pool.main
-        weights = self.learner.get_weights([main])[main]
-        snap, evicted = self.pool.add_snapshot(weights, self.iteration)
-        weights_ref = ray.put(snap.weights)
-        algo = self.algorithms[main]
-        calls = [s.add_policy.remote(snap.policy_id, algo, weights_ref, learns=False) for s in self.samplers]
+        snap, _evicted = self.pool.add_snapshot(self.learner.get_weights([main])[main], self.iteration)
+        weights = share(snap.weights, self.samplers)
         matchups = self.pool.matchups()
-        calls += [s.set_matchups.remote(matchups) for s in self.samplers]
-        # Evicted snapshots stay loaded on samplers until episodes using them are over;
-        # they are small and removed on the next snapshot.
-        self._evicted = [*getattr(self, "_evicted", []), *([evicted.policy_id] if evicted else [])]
-        ray.get(calls)
+        # Evicted snapshots stay loaded on samplers: episodes in progress may still use them.
+        calls = [submit(s, "add_policy", snap.policy_id, self.algorithms[main], weights, learns=False) for s in self.samplers]
+        calls += [submit(s, "set_matchups", matchups) for s in self.samplers]
+        resolve(calls, self.samplers * 2)
 
     def _start_eval(self) -> None:
         per = max(1, self.cfg.eval.episodes // len(self.samplers))
         for pid in self.learning:
             matchups = OpponentSampling(pid, {EVAL_OPPONENT: 1.0})
-            self._pending_eval.append((pid, [s.evaluate.remote(per, matchups) for s in self.samplers]))
+            self._pending_eval.append((pid, [submit(s, "evaluate", per, matchups) for s in self.samplers]))
 
     def _collect_eval(self, block: bool) -> None:
-        import ray
+        if not self._pending_eval:
+            return
+        refs = [r for _, rs in self._pending_eval for r, s in zip(rs, self.samplers) if is_ray_actor(s)]
+        if refs and not block:
+            import ray
 
-        refs = [r for _, rs in self._pending_eval for r in rs]
-        if not refs:
-            return
-        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=None if block else 0)
-        if len(ready) < len(refs):
-            return
+            ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
+            if len(ready) < len(refs):
+                return
         for pid, rs in self._pending_eval:
-            episodes = [e for eps in ray.get(rs) for e in eps]
+            episodes = [e for eps in resolve(rs, self.samplers) for e in eps]
             wins = sum(1 for e in episodes for a, p in e["policies"].items() if p == pid and e["outcome"][a] == "win")
             self.win_rates[pid] = wins / max(len(episodes), 1)
         self._pending_eval = []
+        worst = min(self.win_rates.values())
+        self.best_win_rate = worst if self.best_win_rate is None else max(self.best_win_rate, worst)
 
     # Output ---------------------------------------------------------------------
     def _summary(self, elapsed: float) -> dict[str, Any]:
+        steps_here = self.env_steps - self._start[1]
         return {
             "iterations": self.iteration,
-            "env_steps": self._env_steps,
+            "env_steps": self.env_steps,
             "wall_time_s": round(elapsed, 1),
-            "env_steps_per_s": round(self._env_steps / max(elapsed, 1e-9), 1),
+            "env_steps_per_s": round(steps_here / max(elapsed, 1e-9), 1),
             "final_win_rate_vs_random": min(self.win_rates.values()) if self.win_rates else None,
             "win_rates_vs_random": dict(self.win_rates),
+            "best_win_rate_vs_random": self.best_win_rate,
             "snapshots": [s.policy_id for s in self.pool.snapshots] if self.pool else [],
             "payoff": self.payoff.to_dict(),
+            "resumed_from": str(self.resumed_from) if self.resumed_from else None,
+            "start_iteration": self._start[0],
             "config": asdict(self.cfg),
         }
 
-    def save_checkpoint(self, name: str) -> Path:
-        """Write policies (torch, tensors only), learner state and league state; atomic rename."""
-        ckpt_dir = Path(self.cfg.checkpoint_dir)
-        if not ckpt_dir.is_absolute():
-            ckpt_dir = self.run_dir / ckpt_dir
-        target = ckpt_dir / name
-        tmp = ckpt_dir / f".{name}.tmp"
-        tmp.mkdir(parents=True, exist_ok=True)
-        weights = self.learner.get_weights(self.learning)
-        policies = {pid: {k: torch.from_numpy(v) for k, v in w.items()} for pid, w in weights.items()}
-        for snap in self.pool.snapshots if self.pool else []:
-            policies[snap.policy_id] = {k: torch.from_numpy(v) for k, v in snap.weights.items()}
-        torch.save(policies, tmp / "policies.pt")
-        for pid in self.learning:
-            (tmp / f"learner_{pid}.pt").write_bytes(self.learner.get_state(pid))
-        league_state = {
-            "iteration": self.iteration,
-            "env_steps": self._env_steps,
-            "learning": self.learning,
-            "pool": self.pool.state() if self.pool else None,
-            "payoff": self.payoff.to_dict(),
-        }
-        with open(tmp / "league.json", "w") as f:
-            json.dump(league_state, f)
-        with open(tmp / "config.json", "w") as f:
-            json.dump(asdict(self.cfg), f, indent=2)
-        if target.exists():
-            import shutil
+    def save_checkpoint(self, name: str, flush: bool = True) -> Path:
+        """Write checkpoint ``name`` under :attr:`checkpoint_root` (see :mod:`league.checkpoint`).
 
-            shutil.rmtree(target)
-        os.replace(tmp, target)
-        return target
+        ``flush`` first records the outcomes of episodes already finished on the samplers,
+        so the saved payoff table is current (it waits for the samplers' calls in flight).
+        """
+        if flush and self._pending_stats:
+            fresh = self._fetch_stats()
+            self._record_outcomes(fresh)
+            self._flushed_stats.extend(fresh)
+        policies = self.learner.get_weights(self.learning)
+        policies.update({s.policy_id: s.weights for s in (self.pool.snapshots if self.pool else [])})
+        league = league_state(
+            iteration=self.iteration,
+            env_steps=self.env_steps,
+            learning=self.learning,
+            counters=self.plan.metrics.counters if hasattr(self.plan, "metrics") else {},
+            pool=self.pool,
+            payoff=self.payoff,
+            win_rates=self.win_rates,
+            best_win_rate=self.best_win_rate,
+        )
+        path = write_checkpoint(
+            self.checkpoint_root,
+            name,
+            iteration=self.iteration,
+            env_steps=self.env_steps,
+            config=asdict(self.cfg),
+            league=league,
+            policies=policies,
+            learner_states={pid: self.learner.get_state(pid) for pid in self.learning},
+        )
+        self.checkpoints = [p for p in self.checkpoints if p != path and p.exists()] + [path]
+        return path
 
     def close(self) -> None:
-        """Stop sampler actors (Ray itself is left to the caller)."""
-        import ray
+        """Stop sampler and learner actors, close the logs (Ray itself is left to the caller)."""
+        self.progress.close()
+        if self.logger is not None:
+            self.logger.close()
+        remote = [s for s in self.samplers if is_ray_actor(s)]
+        if remote:
+            import ray
 
-        for s in getattr(self, "samplers", []):
-            ray.kill(s)
+            for s in remote:
+                ray.kill(s)
+        if self.learner is not None and hasattr(self.learner, "close"):
+            self.learner.close()
+

@@ -2,22 +2,26 @@
 
 ``league-train`` runs the default self-play league; any key can be overridden
 (``league-train algo.params.lr=1e-3 sampler.num_samplers=1``), and ``-m`` sweeps
-(``league-train -m algo.params.lr=1e-3,3e-4 seed=0,1``) reuse one Ray instance across jobs.
-The config is validated (unknown keys, env, algorithm) before Ray starts.
+(``league-train -m algo.params.lr=1e-3,3e-4 seed=0,1``) run their jobs one after the
+other in one process, reusing one Ray instance (each job's actors are killed when it
+ends). ``league-train resume=<checkpoint or run dir> [overrides]`` continues a run in a
+new run directory. The config and a resume checkpoint are validated before Ray starts.
 """
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.utils import to_absolute_path
 from omegaconf import DictConfig, OmegaConf
 
 from league.config import parse_run_config
 
-__all__ = ["main", "config_dir"]
+__all__ = ["main", "config_dir", "run_job"]
 
 
 def config_dir() -> str:
@@ -29,25 +33,41 @@ def config_dir() -> str:
     raise FileNotFoundError(f"league configs not found next to {here}")
 
 
-@hydra.main(config_path=config_dir(), config_name="config", version_base="1.3")
-def _train(cfg: DictConfig) -> float | None:
+def run_job(values: dict[str, Any], output_dir: str) -> dict[str, Any]:
+    """One training job from a resolved config dict, into ``output_dir``; returns its summary.
+
+    A bad config or resume checkpoint exits with status 2 and a message on stderr, before
+    Ray starts and before anything is written.
+    """
+    from league.checkpoint import CheckpointError
     from league.trainer import Trainer
 
-    values = OmegaConf.to_container(cfg, resolve=True)
     try:
         run_cfg = parse_run_config(values)  # before Ray starts
     except ValueError as err:
         print(f"league-train: invalid config: {err}", file=sys.stderr)
         raise SystemExit(2) from None
-    trainer = Trainer(run_cfg, HydraConfig.get().runtime.output_dir)
+    if run_cfg.resume:  # absolute before it reaches anything that may run elsewhere
+        run_cfg.resume = to_absolute_path(run_cfg.resume)
+    trainer = Trainer(run_cfg, output_dir)
     try:
         summary = trainer.train()
+    except CheckpointError as err:
+        print(f"league-train: cannot resume: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
     finally:
         trainer.close()
     print(
-        f"league-train: done in {summary['wall_time_s']} s, {summary['env_steps']} env steps "
-        f"({summary['env_steps_per_s']} steps/s), win rate vs random {summary['final_win_rate_vs_random']}"
+        f"league-train: done in {summary['wall_time_s']} s, {summary['iterations']} iterations, {summary['env_steps']} env steps "
+        f"({summary['env_steps_per_s']} steps/s), win rate vs random {summary['final_win_rate_vs_random']}; "
+        f"checkpoint {summary['checkpoints'][-1] if summary['checkpoints'] else '-'}"
     )
+    return summary
+
+
+@hydra.main(config_path=config_dir(), config_name="config", version_base="1.3")
+def _train(cfg: DictConfig) -> float | None:
+    summary = run_job(OmegaConf.to_container(cfg, resolve=True), HydraConfig.get().runtime.output_dir)
     return summary["final_win_rate_vs_random"]  # the value sweepers optimise
 
 

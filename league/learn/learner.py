@@ -190,7 +190,9 @@ class Learner:
             self._load_weights(pid, self._require(pid).model, w)
 
     def get_state(self, policy_id: str) -> bytes:
-        """Model and optimiser state of one policy, serialised with ``torch.save`` (tensors only)."""
+        """One policy's model, optimiser, update count, RNG state and algorithm extras that
+        are modules (e.g. DQN's target network), serialised with ``torch.save`` (tensors
+        and plain values only): everything its next update depends on."""
         hosted = self._require(policy_id)
         buf = io.BytesIO()
         torch.save(
@@ -198,6 +200,8 @@ class Learner:
                 "model": hosted.model.state_dict(),
                 "optimizer": None if hosted.frozen else hosted.optimizer.state_dict(),
                 "num_updates": hosted.num_updates,
+                "rng": hosted.rng.bit_generator.state,
+                "extra": {k: v.state_dict() for k, v in hosted.extra.items() if isinstance(v, torch.nn.Module)},
             },
             buf,
         )
@@ -211,6 +215,12 @@ class Learner:
         if data["optimizer"] is not None and hosted.optimizer is not None:
             hosted.optimizer.load_state_dict(data["optimizer"])
         hosted.num_updates = int(data["num_updates"])
+        if "rng" in data:  # absent in states saved before it was added
+            hosted.rng.bit_generator.state = data["rng"]
+        for name, module_state in data.get("extra", {}).items():
+            module = hosted.extra.get(name)
+            if isinstance(module, torch.nn.Module):
+                module.load_state_dict(module_state)
 
     # Internals ----------------------------------------------------------------
     def _require(self, policy_id: str) -> PolicyState:

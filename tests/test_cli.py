@@ -1,0 +1,193 @@
+"""Command lines: ``league-eval``, ``league-train resume=...`` and a two-job ``league-train -m`` sweep."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+
+from league.algos import make_algorithm
+from league.checkpoint import write_checkpoint
+from league.cli.eval import main as eval_main
+from league.cli.eval import parse_args
+from league.cli.train import run_job
+from league.config import parse_run_config
+from league.envs import make_env
+from league.learn import Learner
+
+# A tiny run: tic-tac-toe, one in-process sampler, small PPO batches.
+TINY = [
+    "env=tictactoe",
+    "sampler.num_samplers=1",
+    "sampler.num_envs=2",
+    "sampler.fragment_length=16",
+    "sampler.mode=bulk_sync",
+    "algo.params.train_batch_size=32",
+    "algo.params.minibatch_size=32",
+    "algo.params.num_epochs=1",
+    "league.snapshot_interval=1",
+    "eval.interval=0",
+    "stop.time_s=0",
+    "stop.env_steps=0",
+    "logging=quiet",
+    "verbose=false",
+]
+
+
+def _cli(args: list[str], timeout: float = 240) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "league.cli.train", *args], capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory) -> Path:
+    """A tic-tac-toe checkpoint with a learning policy and one snapshot (untrained weights)."""
+    cfg = parse_run_config({"env": {"name": "tictactoe"}})
+    spec = make_env("tictactoe").spec("player_1")
+    learner = Learner(seed=0)
+    learner.add_policy("main", make_algorithm("ppo", spec, cfg.algo.params))
+    weights = learner.get_weights()["main"]
+    return write_checkpoint(
+        tmp_path_factory.mktemp("run") / "checkpoints",
+        "final",
+        iteration=3,
+        env_steps=300,
+        config=asdict(cfg),
+        league={"learning": ["main"]},
+        policies={"main": weights, "main@v1": {k: v * 0.5 for k, v in weights.items()}},
+        learner_states={"main": learner.get_state("main")},
+    )
+
+
+def test_league_eval_plays_every_pair_and_prints_a_table(checkpoint, tmp_path, capsys):
+    out = tmp_path / "eval.json"
+    status = eval_main(
+        [f"checkpoint={checkpoint.parent.parent}", "opponents=[random,minimax,main@v1]", "episodes=6", "num_envs=3", f"output={out}"]
+    )
+    assert status == 0
+    printed = capsys.readouterr().out
+    assert "minimax" in printed and "Elo" in printed and "iteration 3" in printed
+    result = json.loads(out.read_text())
+    pairs = {(r["policy"], r["opponent"]): r for r in result["results"]}
+    assert set(pairs) == {("main", "random"), ("main", "minimax"), ("main", "main@v1")}
+    for r in pairs.values():
+        assert r["wins"] + r["draws"] + r["losses"] == 6
+        assert r["win_rate"] == pytest.approx((r["wins"] + 0.5 * r["draws"]) / 6)
+    assert pairs[("main", "minimax")]["wins"] == 0  # perfect play never loses at tic-tac-toe
+    assert set(result["elo"]) == {"main", "random", "minimax", "main@v1"}
+    assert result["elo"]["minimax"] >= result["elo"]["main"]
+    assert result["checkpoint"] == str(checkpoint)
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        ([], "checkpoint=<checkpoint or run directory> is required"),
+        (["checkpoint"], "arguments are key=value pairs"),
+        (["checkpoint=x", "opponent=random"], r"unknown argument\(s\) \['opponent'\]"),
+        (["checkpoint=x", "episodes=0"], "episodes must be an integer >= 1"),
+        (["checkpoint=x", "opponents=[]"], "opponents must be a non-empty list"),
+    ],
+)
+def test_league_eval_argument_errors(argv, message):
+    with pytest.raises(ValueError, match=message):
+        parse_args(argv)
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["opponents=[negamax]"], "opponent 'negamax' plays connect four only"),
+        (["opponents=[stockfish]"], "unknown opponent 'stockfish'"),
+        (["opponents=[main]"], "policy 'main' cannot be its own opponent"),
+        (["policies=[main@v9]"], "policies ['main@v9'] are not in the checkpoint"),
+    ],
+)
+def test_league_eval_refuses_bad_matches(checkpoint, capsys, extra, message):
+    assert eval_main([f"checkpoint={checkpoint}", "episodes=2", *extra]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_invalid_config_exits_with_status_2(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        run_job({"checkpoint": {"keep_last": 0}}, str(tmp_path / "run"))
+    assert exit_info.value.code == 2 and "checkpoint.keep_last >= 1" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
+def test_league_eval_refuses_a_missing_checkpoint(tmp_path, capsys):
+    assert eval_main([f"checkpoint={tmp_path / 'nope'}"]) == 2
+    assert "no such checkpoint or run directory" in capsys.readouterr().err
+
+
+def test_train_then_resume_from_the_command_line_without_ray(tmp_path, capsys):
+    first, second = tmp_path / "first", tmp_path / "second"
+    local = [*TINY, "sampler.remote=false", "checkpoint.interval=1"]
+    out = _cli([*local, "stop.iterations=2", f"hydra.run.dir={first}"])
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "Started a local Ray instance" not in out.stdout + out.stderr
+    assert sorted(p.name for p in (first / "checkpoints").iterdir()) == ["final", "iter_00000001", "iter_00000002"]
+
+    out = _cli([*local, "stop.iterations=3", f"resume={first}", f"hydra.run.dir={second}"])
+    assert out.returncode == 0, out.stderr[-3000:]
+    summary = json.loads((second / "summary.json").read_text())
+    assert summary["iterations"] == 3 and summary["start_iteration"] == 2
+    assert summary["resumed_from"] == str(first / "checkpoints" / "final")
+    rows = [json.loads(line) for line in (second / "metrics.jsonl").read_text().splitlines()]
+    assert [r["iteration"] for r in rows] == [3]
+
+    # A resume that does not fit: status 2 and a message, nothing written (in-process: the
+    # job function the Hydra entry point calls).
+    values = json.loads((first / "checkpoints" / "final" / "config.json").read_text())
+    values.update(env={"name": "connect_four", "kwargs": {}}, resume=str(first))
+    with pytest.raises(SystemExit) as exit_info:
+        run_job(values, str(tmp_path / "third"))
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "cannot resume" in err and "env 'tictactoe'" in err
+    assert not (tmp_path / "third").exists()
+
+
+_SWEEP = textwrap.dedent(
+    """
+    import json, sys, time
+    import ray
+    from league.cli.train import main
+
+    inits = []
+    real_init = ray.init
+    def counting_init(*args, **kwargs):
+        inits.append(1)
+        return real_init(*args, **kwargs)
+    ray.init = counting_init
+    sys.argv = ["league-train", "-m", *sys.argv[1:]]
+    main()
+    # Every job killed its actors: all CPUs come back (releases are asynchronous).
+    deadline = time.monotonic() + 30
+    while ray.available_resources().get("CPU", 0) < ray.cluster_resources()["CPU"] and time.monotonic() < deadline:
+        time.sleep(0.2)
+    print(json.dumps({"inits": len(inits), "free_cpus": ray.available_resources().get("CPU", 0), "cpus": ray.cluster_resources()["CPU"]}))
+    """
+)
+
+
+@pytest.mark.ray
+def test_multirun_sweep_reuses_one_ray_instance_and_leaks_no_actors(tmp_path):
+    # Two samplers of 1 CPU each on a 2-CPU Ray: a leaked actor from job 0 would stall job 1.
+    args = [*TINY, "sampler.num_samplers=2", "sampler.num_cpus=1", "ray.num_cpus=2", "stop.iterations=2", "seed=0,1"]
+    out = subprocess.run(
+        [sys.executable, "-c", _SWEEP, *args, f"hydra.sweep.dir={tmp_path}"], capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    assert report["inits"] == 1 and report["free_cpus"] == report["cpus"] == 2
+    seeds = []
+    for job in ("0", "1"):
+        summary = json.loads((tmp_path / job / "summary.json").read_text())
+        assert summary["iterations"] == 2 and (tmp_path / job / "checkpoints" / "final" / "manifest.json").is_file()
+        seeds.append(summary["config"]["seed"])
+    assert seeds == [0, 1]
