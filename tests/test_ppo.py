@@ -159,3 +159,25 @@ def test_unknown_algorithm_and_bad_params():
         make_algorithm("ppo", SPEC, {"minibatch_size": 0})
     with pytest.raises(ValueError, match="unknown model kind 'resnet'"):
         make_algorithm("ppo", SPEC, {"model": "resnet"}).make_model()
+
+
+def test_lr_anneals_linearly_over_updates():
+    from league.algos.base import PolicyState
+
+    algo = make_algorithm("ppo", SPEC, {"lr": 1e-3, "lr_final": 0.0, "lr_anneal_updates": 4, "num_epochs": 1, "minibatch_size": 8})
+    model = algo.make_model()
+    state = PolicyState(model, algo.make_optimizer(model), np.random.default_rng(0))
+    n = 8
+    batch = SampleBatch(
+        {
+            C.OBS: np.zeros((n, 3), np.float32), C.ACTIONS: np.zeros(n, np.int64), C.ACTION_MASK: np.ones((n, 3), np.int8),
+            C.ACTION_LOGP: np.full(n, -1.0, np.float32), C.VF_PREDS: np.zeros(n, np.float32),
+            C.ADVANTAGES: np.ones(n, np.float32), C.VALUE_TARGETS: np.zeros(n, np.float32),
+        }
+    )
+    seen = []
+    for _ in range(6):
+        algo.learn(state, batch)
+        seen.append(state.optimizer.param_groups[0]["lr"])
+        state.num_updates += 1  # the learner counts updates
+    np.testing.assert_allclose(seen, [1e-3, 7.5e-4, 5e-4, 2.5e-4, 0.0, 0.0], atol=1e-12)

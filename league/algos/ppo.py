@@ -19,6 +19,7 @@ from torch import nn
 from league.algos.actor_critic import ActorCriticAlgorithm
 from league.algos.base import PolicyState, batch_to_tensors
 from league.algos.postprocessing import compute_gae
+from league.algos.schedules import LinearSchedule
 from league.algos.torch_policy import masked_logits
 from league.batch import Columns as C
 from league.batch import SampleBatch
@@ -31,6 +32,10 @@ class PPOConfig:
     """PPO hyperparameters (defaults suit small board games)."""
 
     lr: float = 3e-4
+    # Linear learning-rate annealing from ``lr`` to ``lr_final`` over ``lr_anneal_updates``
+    # training steps of this policy (0: constant lr).
+    lr_final: float = 0.0
+    lr_anneal_updates: int = 0
     gamma: float = 0.99
     lam: float = 0.95
     clip_param: float = 0.2
@@ -49,6 +54,8 @@ class PPOConfig:
         for name in ("lr", "num_epochs", "minibatch_size", "train_batch_size", "max_grad_norm"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"ppo.{name} must be positive, got {getattr(self, name)}")
+        if self.lr_anneal_updates < 0 or self.lr_final < 0:
+            raise ValueError(f"ppo.lr_anneal_updates and ppo.lr_final must be >= 0, got {self.lr_anneal_updates}, {self.lr_final}")
         if not 0 <= self.gamma <= 1 or not 0 <= self.lam <= 1:
             raise ValueError(f"ppo.gamma and ppo.lam must lie in [0, 1], got {self.gamma}, {self.lam}")
 
@@ -113,6 +120,7 @@ class PPO(ActorCriticAlgorithm):
         """``num_epochs`` passes of shuffled minibatch SGD on the clipped PPO loss."""
         cfg = self.config
         model, optimizer, rng = state.model, state.optimizer, state.rng
+        self._anneal_lr(state)
         device = next(model.parameters()).device
         t = batch_to_tensors(
             batch,
@@ -146,6 +154,13 @@ class PPO(ActorCriticAlgorithm):
         loss, stats = ppo_loss_terms(self.config, model, mb)
         return loss, {name: float(v) for name, v in zip(PPO_STATS, stats.tolist())}
 
+    def _anneal_lr(self, state: PolicyState) -> None:
+        cfg = self.config
+        if cfg.lr_anneal_updates:
+            lr = LinearSchedule(cfg.lr, cfg.lr_final, cfg.lr_anneal_updates)(state.num_updates)
+            for group in state.optimizer.param_groups:
+                group["lr"] = lr
+
     def stack_key(self) -> Hashable:
         """PPO policies whose configs agree on everything but ``lr`` can share one stacked update."""
         values = dataclasses.asdict(self.config)
@@ -156,6 +171,8 @@ class PPO(ActorCriticAlgorithm):
         """K same-shaped policies updated as one vmapped model (see :mod:`league.algos.ppo_stacked`)."""
         from league.algos.ppo_stacked import ppo_learn_stacked
 
+        for state in states:
+            self._anneal_lr(state)
         return ppo_learn_stacked(self, states, batches)
 
     def plan_fragment(self, rollouts: Any, learner: Any, policy_ids: list[str]) -> Any:
