@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from league.algos import ALGORITHMS
+from league.typecheck import check_field_types
 
 __all__ = [
     "EnvConfig",
@@ -171,6 +172,10 @@ class RunConfig:
     verbose: bool = True
 
 
+def _is_section(f: dataclasses.Field) -> bool:
+    return f.default_factory is not dataclasses.MISSING and dataclasses.is_dataclass(f.default_factory)
+
+
 def _build(cls: type, values: Any, path: str) -> Any:
     if not isinstance(values, dict):
         raise ValueError(f"config '{path}' must be a mapping, got {values!r}")
@@ -179,6 +184,7 @@ def _build(cls: type, values: Any, path: str) -> Any:
     if unknown:
         where = f"'{path}'" if path else "the top level"
         raise ValueError(f"unknown config key(s) {[f'{path}.{k}'.lstrip('.') for k in unknown]} at {where}; known: {sorted(fields)}")
+    check_field_types(cls, {k: v for k, v in values.items() if not _is_section(fields[k])}, path)
     kwargs = {}
     for name, value in values.items():
         sub = fields[name].default_factory if fields[name].default_factory is not dataclasses.MISSING else None
@@ -222,6 +228,20 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
     for name in ("num_samplers", "num_envs", "fragment_length"):
         if getattr(s, name) < 1:
             raise ValueError(f"sampler.{name} must be >= 1, got {getattr(s, name)}")
+    for key, value, low in (
+        ("sampler.num_cpus", s.num_cpus, 0),
+        ("sampler.max_consecutive_env_failures", s.max_consecutive_env_failures, 0),
+        ("stop.env_steps", cfg.stop.env_steps, 0),
+        ("stop.iterations", cfg.stop.iterations, 0),
+        ("stop.time_s", cfg.stop.time_s, 0),
+        ("stop.win_rate", cfg.stop.win_rate, 0),
+        ("eval.interval", cfg.eval.interval, 0),
+        ("eval.episodes", cfg.eval.episodes, 1),
+        ("league.snapshot_interval", cfg.league.snapshot_interval, 0),
+        ("league.max_snapshots", cfg.league.max_snapshots, 1),
+    ):
+        if value < low:
+            raise ValueError(f"{key} must be >= {low}, got {value}")
     if s.mode not in ("bulk_sync", "async"):
         raise ValueError(f"sampler.mode must be 'bulk_sync' or 'async', got '{s.mode}'")
     if cfg.league.opponent_sampling not in ("uniform", "pfsp"):

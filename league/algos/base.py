@@ -21,6 +21,7 @@ from torch import nn
 from league.batch import SampleBatch
 from league.envs.base import AgentSpec
 from league.policy import PolicyFactory
+from league.typecheck import check_field_types
 
 __all__ = ["Algorithm", "PolicyState", "config_from_dict", "batch_to_tensors"]
 
@@ -34,6 +35,7 @@ def config_from_dict(cls: type[C], values: Mapping[str, Any] | None, where: str)
     unknown = sorted(set(values) - known)
     if unknown:
         raise ValueError(f"unknown key(s) {unknown} in {where}; known keys: {sorted(known)}")
+    check_field_types(cls, values, where)
     return cls(**values)
 
 

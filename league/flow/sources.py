@@ -2,6 +2,7 @@
 
 Sources never wait long: when nothing has arrived they yield :data:`NOT_READY`, so a
 ``Concurrently`` merge can interleave them with other branches in one driver thread.
+``ParallelRollouts`` over Ray actors survives sampler restarts (:mod:`league.flow.recovery`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from league.batch import MultiAgentBatch, SampleBatch
 from league.flow.actors import call, call_all, check_same_kind, submit
 from league.flow.iterators import LocalIterator
 from league.flow.metrics import NUM_AGENT_STEPS_SAMPLED, NUM_ENV_STEPS_SAMPLED, PlanMetrics
+from league.flow.recovery import RecoveringSourceStage, RestartingSamplers
 from league.flow.stages import NOT_READY, SourceStage
 
 __all__ = ["ParallelIterator", "ParallelRollouts", "Replay", "Dequeue"]
@@ -124,6 +126,7 @@ def ParallelRollouts(  # noqa: N802 - named like an operator, as plans read
     mode: str = "bulk_sync",
     num_async: int = 1,
     poll_s: float = 0.001,
+    restart_timeout_s: float = 300.0,
 ) -> LocalIterator | ParallelIterator:
     """Experience from samplers (Ray actors or local objects with ``sample()``).
 
@@ -135,7 +138,16 @@ def ParallelRollouts(  # noqa: N802 - named like an operator, as plans read
     - ``"raw"``: the :class:`ParallelIterator` over the samplers, to gather yourself.
 
     ``bulk_sync`` and ``async`` count ``num_env_steps_sampled`` and
-    ``num_agent_steps_sampled`` into the plan's metrics.
+    ``num_agent_steps_sampled`` into the plan's metrics, for the batches they yield.
+
+    Ray sampler actors that die and are restarted by Ray are survived (see
+    :mod:`league.flow.recovery`): the lost fragment is discarded, uncounted; the hooks
+    registered with :func:`~league.flow.recovery.on_sampler_restart` (``BroadcastWeights``
+    registers one re-sending weights) run before the sampler is asked again; restarts
+    are counted as ``num_sampler_restarts`` and listed per sampler index in
+    ``metrics.info["sampler_restarts"]``. A sampler dead for good, or without a usable
+    fragment ``restart_timeout_s`` seconds after its restart was noticed, raises
+    :class:`~league.flow.recovery.SamplerDiedError` (in a ``PlanError``).
     """
     samplers = list(samplers)
     if not samplers:
@@ -147,16 +159,28 @@ def ParallelRollouts(  # noqa: N802 - named like an operator, as plans read
     if mode == "raw":
         return parallel
     n = len(samplers)
+    label = f"ParallelRollouts({n} samplers, bulk_sync)"
+    last = _LastSource()
+    if mode == "async":
+        label = f"ParallelRollouts({n} samplers, async, num_async={num_async})"
+    if check_same_kind(samplers, "ParallelRollouts samplers"):
+        restarting = RestartingSamplers(samplers, restart_timeout_s)
+        if mode == "bulk_sync":
+            rounds = lambda: (MultiAgentBatch.concat(parts) for parts in restarting.rounds())  # noqa: E731
+            return LocalIterator(RecoveringSourceStage(restarting, rounds, "ParallelRollouts", label,
+                                                       on_item=_count_sampled))
+        stage: SourceStage = RecoveringSourceStage(
+            restarting, lambda: restarting.stream(num_async, poll_s, last), "ParallelRollouts", label,
+            on_item=_count_sampled, source_of_last=last,
+        )
+        return LocalIterator(stage)
     if mode == "bulk_sync":
 
-        def rounds() -> Iterator[MultiAgentBatch]:
+        def local_rounds() -> Iterator[MultiAgentBatch]:
             while True:
                 yield MultiAgentBatch.concat(call_all(samplers, "sample"))
 
-        label = f"ParallelRollouts({n} samplers, bulk_sync)"
-        return LocalIterator(SourceStage(rounds, "ParallelRollouts", label, on_item=_count_sampled))
-    last = _LastSource()
-    label = f"ParallelRollouts({n} samplers, async, num_async={num_async})"
+        return LocalIterator(SourceStage(local_rounds, "ParallelRollouts", label, on_item=_count_sampled))
     stage = SourceStage(
         lambda: _gather_async(samplers, "sample", num_async, poll_s, last),
         "ParallelRollouts",

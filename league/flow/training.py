@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 from league.batch import MultiAgentBatch
-from league.flow.actors import call, is_ray_actor, resolve, submit
+from league.flow.actors import call, is_ray_actor, submit
 from league.flow.metrics import (
     LAST_TARGET_UPDATE_STEP,
     NUM_AGENT_STEPS_TRAINED,
@@ -22,6 +22,7 @@ from league.flow.metrics import (
     NUM_WEIGHT_BROADCASTS,
     PlanMetrics,
 )
+from league.flow.recovery import on_sampler_restart
 from league.flow.stages import Operator
 
 __all__ = ["TrainResult", "Gradients", "TrainOneStep", "ComputeGradients", "ApplyGradients", "UpdateTargetNetwork", "BroadcastWeights"]
@@ -193,6 +194,10 @@ class BroadcastWeights(Operator):
     ``wait=False`` (default) the driver does not wait for the samplers to apply them;
     Ray runs each actor's calls in order, so a later ``sample()`` still sees them, and a
     failed ``set_weights`` is raised at the next broadcast.
+
+    A sampler actor that died is not an error here: it registers :meth:`resend` with
+    :func:`~league.flow.recovery.on_sampler_restart`, so ``ParallelRollouts`` re-sends the
+    learner's weights to a restarted sampler before using its data again.
     """
 
     def __init__(self, learner: Any, samplers: Sequence[Any], policy_ids: Iterable[str] | None = None, wait: bool = False) -> None:
@@ -203,9 +208,19 @@ class BroadcastWeights(Operator):
         self.policy_ids = _policy_ids(policy_ids, "BroadcastWeights")
         self.wait = wait
         self._in_flight: list[Any] = []
+        for sampler in self.samplers:
+            if is_ray_actor(sampler):
+                on_sampler_restart(sampler, self.resend)
 
     def describe(self) -> str:
         return f"BroadcastWeights({len(self.samplers)} samplers, policies={self.policy_ids or 'all'})"
+
+    def resend(self, sampler: Any) -> Any:
+        """Send the learner's current weights to one sampler (e.g. restarted); the call's ObjectRef."""
+        weights = submit(self.learner, "get_weights", self.policy_ids)
+        if not is_ray_actor(sampler) and is_ray_actor(self.learner):
+            weights = _fetch(weights)
+        return submit(sampler, "set_weights", weights)
 
     def _raise_earlier_failures(self) -> None:
         if not self._in_flight:
@@ -213,7 +228,7 @@ class BroadcastWeights(Operator):
         import ray
 
         done, self._in_flight = ray.wait(self._in_flight, num_returns=len(self._in_flight), timeout=0)
-        ray.get(done)
+        _get_from_live_samplers(done)
 
     def __call__(self, item: Any, metrics: PlanMetrics) -> Any:
         with metrics.timer("broadcast_weights"):
@@ -232,10 +247,11 @@ class BroadcastWeights(Operator):
                 submit(s, "set_weights", remote_weights if r else local_weights)
                 for s, r in zip(self.samplers, remote)
             ]
+            remote_pending = [p for p, r in zip(pending, remote) if r]
             if self.wait:
-                resolve(pending, self.samplers)
+                _get_from_live_samplers(remote_pending)
             else:
-                self._in_flight.extend(p for p, r in zip(pending, remote) if r)
+                self._in_flight.extend(remote_pending)
         metrics.counters[NUM_WEIGHT_BROADCASTS] += 1
         return item
 
@@ -244,3 +260,17 @@ def _fetch(ref: Any) -> Any:
     import ray
 
     return ray.get(ref)
+
+
+def _get_from_live_samplers(refs: list[Any]) -> None:
+    """Wait for ``set_weights`` calls; a sampler that died is skipped (its restart hook re-sends)."""
+    if not refs:
+        return
+    import ray
+    from ray.exceptions import RayActorError
+
+    for ref in refs:
+        try:
+            ray.get(ref)
+        except RayActorError:
+            pass

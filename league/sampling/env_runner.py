@@ -184,7 +184,10 @@ class EnvRunner:
             }
         )
         self.episodes_completed[i] += 1
-        self._start_episode(i)
+        try:
+            self._start_episode(i)
+        except Exception as err:  # a reset that raises costs an episode, like a failed step
+            self._env_failed(i, err)
 
     def _env_failed(self, i: int, err: Exception) -> None:
         self.num_env_failures += 1

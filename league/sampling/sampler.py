@@ -179,6 +179,27 @@ class Sampler:
         """Liveness check."""
         return True
 
+    def restart_episodes(self) -> None:
+        """Abandon the training episodes in progress, with their undelivered rows and statistics.
+
+        The driver calls it once it has re-sent a restarted sampler's weights: whatever was
+        played before that used freshly initialised policies.
+        """
+        self._runner.reset_all()
+        self._runner.episode_stats = []
+
+    def incarnation(self) -> str:
+        """A random id of this sampler's process life, drawn on the first call.
+
+        Ray re-runs ``__init__`` when it restarts a dead sampler actor, losing the weights,
+        policies and matchups sent since; a changed id tells the driver it must send them
+        again (see :mod:`league.flow.recovery`).
+        """
+        token = self.__dict__.get("_incarnation")
+        if token is None:
+            token = self._incarnation = secrets.token_hex(8)
+        return token
+
 
 def make_remote_samplers(num_samplers: int, num_cpus: float = 1, **sampler_kwargs: Any) -> list[Any]:
     """``num_samplers`` Ray actors running :class:`Sampler` (``num_cpus`` each, restartable)."""
