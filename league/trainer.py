@@ -30,6 +30,7 @@ from league.checkpoint import Checkpoint, periodic_name, prune_checkpoints, writ
 from league.config import RunConfig
 from league.envs import make_env
 from league.flow.actors import is_ray_actor, resolve, share, submit
+from league.flow.recovery import on_sampler_restart
 from league.learn import Learner, LearnerGroup
 from league.metrics_log import MetricsLogger, episode_metrics
 from league.policy import RandomPolicyFactory
@@ -141,6 +142,9 @@ class Trainer:
 
         rollouts = ParallelRollouts(self.samplers, mode=cfg.sampler.mode)
         self.plan = build_multi_policy_plan(rollouts, self.learner, self.samplers, self.algorithms)
+        for s in self.samplers:
+            if is_ray_actor(s):  # a restarted sampler re-runs __init__: it lost snapshots and matchups
+                on_sampler_restart(s, self.restore_league_on)
         if checkpoint is not None:
             self.plan.metrics.counters.update(self._restored_counters)
             set_driver_rng_state(checkpoint.league.get("rng"))
@@ -316,6 +320,20 @@ class Trainer:
         calls = [submit(s, "add_policy", snap.policy_id, self.algorithms[main], weights, learns=False) for s in self.samplers]
         calls += [submit(s, "set_matchups", matchups) for s in self.samplers]
         resolve(calls, self.samplers * 2)
+
+    def restore_league_on(self, sampler: Any) -> list[Any]:
+        """Re-send the league's snapshots and current matchups to a (restarted) sampler.
+
+        Registered with :func:`league.flow.on_sampler_restart`; the weights of learning
+        policies are re-sent by ``BroadcastWeights``' own hook. Returns the pending calls.
+        """
+        calls = []
+        if self.pool is not None:
+            algo = self.algorithms[self.pool.main]
+            for snap in self.pool.snapshots:
+                calls.append(submit(sampler, "add_policy", snap.policy_id, algo, snap.weights, learns=False))
+            calls.append(submit(sampler, "set_matchups", self.pool.matchups()))
+        return calls
 
     def _start_eval(self) -> None:
         per = max(1, self.cfg.eval.episodes // len(self.samplers))

@@ -226,3 +226,26 @@ def test_corrupt_resume_checkpoint_is_refused(first_part, tmp_path):
         trainer.train()
     trainer.close()
     assert not (tmp_path / "new_run").exists()
+
+
+def test_restarted_sampler_gets_the_league_back(tmp_path):
+    """A restarted sampler re-runs __init__ (no snapshots); the trainer's restart hook re-sends them."""
+    trainer = _train(_config(), tmp_path)
+    snapshots = [s.policy_id for s in trainer.pool.snapshots]
+    assert snapshots
+    from league.policy import RandomPolicyFactory
+
+    fresh = Sampler(  # what Ray's restart rebuilds: the sampler's constructor arguments only
+        "tictactoe",
+        policies={MAIN: trainer.algorithms[MAIN], "random": RandomPolicyFactory()},
+        frozen=("random",),
+        matchups=UniformMatchups([MAIN]),
+        num_envs=2,
+        fragment_length=16,
+    )
+    assert not set(snapshots) & set(fresh.policy_ids())
+    trainer.restore_league_on(fresh)
+    assert set(snapshots) <= set(fresh.policy_ids())
+    assert fresh._runner.matchups.opponent_ids == list(trainer.pool.opponent_probabilities())
+    for _ in range(3):  # episodes drawing snapshots now find them
+        fresh.sample()
