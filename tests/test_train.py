@@ -16,13 +16,26 @@ from league.learn import Learner
 from league.sampling import FixedMatchups, Sampler
 
 
-def _mean_return(sampler: Sampler) -> float:
-    eps = sampler.pop_episode_stats()
-    return float(np.mean([e["returns"]["agent_0"] for e in eps])) if eps else float("nan")
+#: CartPole's "solved" rule: a mean return of 195 over 100 consecutive episodes.
+SOLVED_RETURN, SOLVED_WINDOW = 195.0, 100
+
+
+def _train_until_solved(plan, sampler: Sampler, max_items: int) -> tuple[list[float], int]:
+    """Pull ``plan`` until the latest ``SOLVED_WINDOW`` training episodes (exploring policy,
+    whole episodes, in the order they ended) average ``SOLVED_RETURN``, or ``max_items`` pulls;
+    returns every episode's return and the number of pulls."""
+    returns: list[float] = []
+    for pulls in range(1, max_items + 1):
+        next(plan)
+        returns += [e["returns"]["agent_0"] for e in sampler.pop_episode_stats()]
+        if len(returns) >= SOLVED_WINDOW and np.mean(returns[-SOLVED_WINDOW:]) >= SOLVED_RETURN:
+            break
+    return returns, pulls
 
 
 @pytest.mark.slow
 def test_ppo_plan_learns_cartpole_in_process():
+    # Seeds 0-6 solve in 29-56 training steps (60k-120k env steps, 10-30 s on 2 busy cores).
     torch.manual_seed(0)
     env = make_env("cartpole")
     spec = env.spec("agent_0")
@@ -43,14 +56,9 @@ def test_ppo_plan_learns_cartpole_in_process():
     plan = algo.plan_fragment(ParallelRollouts([sampler], mode="bulk_sync"), learner, ["main"]).for_each(
         BroadcastWeights(learner, [sampler], ["main"])
     )
-    next(plan)
-    before = _mean_return(sampler)
-    for _ in range(20):
-        next(plan)
-    sampler.pop_episode_stats()
-    next(plan)
-    after = _mean_return(sampler)
-    assert after > max(2.5 * before, 100.0), (before, after)
+    returns, steps = _train_until_solved(plan, sampler, max_items=120)
+    first, last = np.mean(returns[:SOLVED_WINDOW]), np.mean(returns[-SOLVED_WINDOW:])
+    assert first < 50 and last >= SOLVED_RETURN, (steps, first, last)
 
 
 @pytest.mark.ray

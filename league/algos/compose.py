@@ -6,6 +6,11 @@ goes through that policy's algorithm fragment (which starts with ``SelectExperie
 followed by a weight broadcast of that policy only, and all fragments run under
 ``Concurrently(mode="async")``, so PPO's and DQN's policies train concurrently, each at
 its own batch size, rather than alternately.
+
+Nothing here runs in threads: the fragments take turns in the driver. What overlaps is
+sampling with learning, when the rollouts come from Ray samplers through
+``ParallelRollouts(..., mode="async")``: the samplers keep producing while the driver
+trains whichever fragment has a batch ready.
 """
 
 from __future__ import annotations
@@ -15,7 +20,10 @@ from typing import Any
 
 from league.algos.base import Algorithm
 
-__all__ = ["build_multi_policy_plan"]
+__all__ = ["build_multi_policy_plan", "MERGE_MODES"]
+
+#: How the fragments' outputs are merged (``Concurrently`` modes).
+MERGE_MODES = ("async", "round_robin")
 
 
 def build_multi_policy_plan(
@@ -24,6 +32,7 @@ def build_multi_policy_plan(
     samplers: Sequence[Any],
     algorithms: Mapping[str, Algorithm],
     max_skew: int = 1,
+    mode: str = "async",
 ) -> Any:
     """The merged plan for ``algorithms`` (policy id -> its algorithm); one item per training step.
 
@@ -31,15 +40,21 @@ def build_multi_policy_plan(
     slowest fragment. Kept at 1, the fragments consume the shared stream in near lock-step:
     a fragment whose batch is not full yet yields its turn instead of pulling the source
     again, so a small-batch policy trains more often than a large-batch one on the same data.
+
+    ``mode`` is the ``Concurrently`` mode of the merge: ``"async"`` (default; output in
+    order of readiness) or ``"round_robin"`` (a fixed turn order, one item per fragment per
+    turn: with a ``bulk_sync`` source, the alternating schedule benchmarks compare against).
     """
     from league.flow import BroadcastWeights, Concurrently
 
     if not algorithms:
         raise ValueError("build_multi_policy_plan needs at least one learning policy")
+    if mode not in MERGE_MODES:
+        raise ValueError(f"build_multi_policy_plan mode must be one of {MERGE_MODES}, got {mode!r}")
     pids = list(algorithms)
     sources = [rollouts] if len(pids) == 1 else rollouts.duplicate(len(pids), max_buffer=max_skew)
     fragments = [
         algorithms[pid].plan_fragment(src, learner, [pid]).for_each(BroadcastWeights(learner, samplers, [pid]))
         for pid, src in zip(pids, sources)
     ]
-    return fragments[0] if len(fragments) == 1 else Concurrently(fragments, mode="async", name="PerPolicyFragments")
+    return fragments[0] if len(fragments) == 1 else Concurrently(fragments, mode=mode, name="PerPolicyFragments")
