@@ -28,6 +28,7 @@ from torch import nn
 
 from league.algos.actor_critic import ActorCriticAlgorithm
 from league.algos.base import PolicyState, batch_to_tensors
+from league.algos.sgd import minibatch_sgd
 from league.algos.torch_policy import masked_logits
 from league.algos.vtrace import chunk_ends, vtrace
 from league.batch import Columns as C
@@ -125,7 +126,7 @@ class IMPALA(ActorCriticAlgorithm):
     def learn(self, state: PolicyState, batch: SampleBatch) -> dict[str, float]:
         """V-trace targets with the current policy, then ``num_epochs`` of (minibatch) SGD."""
         cfg = self.config
-        model, optimizer, rng = state.model, state.optimizer, state.rng
+        model = state.model
         device = next(model.parameters()).device
         _require_columns(batch, _INPUTS, self.name)
         t = batch_to_tensors(batch, _INPUTS, device)
@@ -133,27 +134,10 @@ class IMPALA(ActorCriticAlgorithm):
         targets, out = self.vtrace_targets(model, t, ends)
         t.update(targets)
 
-        model.train()
         size = min(cfg.minibatch_size or len(batch), len(batch))
-        sums: dict[str, float] = {}
-        n_updates = 0
-        for _ in range(cfg.num_epochs):
-            order = torch.from_numpy(rng.permutation(len(batch))).to(device) if size < len(batch) else None
-            for start in range(0, len(batch), size):
-                mb = t if order is None else {k: v[order[start : start + size]] for k, v in t.items()}
-                loss, stats = self.loss(model, mb)
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                stats["grad_norm"] = nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm).item()
-                optimizer.step()
-                for k, v in stats.items():
-                    sums[k] = sums.get(k, 0.0) + v
-                n_updates += 1
-        model.eval()
-        out.update({k: v / max(n_updates, 1) for k, v in sums.items()})
-        out["num_sgd_updates"] = float(n_updates)
-        if not np.isfinite(out.get("total_loss", 0.0)):
-            raise FloatingPointError(f"{self.name} loss became non-finite: {out}")
+        out.update(
+            minibatch_sgd(self.loss, state, t, len(batch), cfg.num_epochs, size, cfg.max_grad_norm, self.name)
+        )
         return out
 
     def vtrace_targets(

@@ -20,6 +20,7 @@ from league.algos.actor_critic import ActorCriticAlgorithm
 from league.algos.base import PolicyState, batch_to_tensors
 from league.algos.postprocessing import compute_gae
 from league.algos.schedules import LinearSchedule
+from league.algos.sgd import minibatch_sgd
 from league.algos.torch_policy import masked_logits
 from league.batch import Columns as C
 from league.batch import SampleBatch
@@ -119,35 +120,16 @@ class PPO(ActorCriticAlgorithm):
     def learn(self, state: PolicyState, batch: SampleBatch) -> dict[str, float]:
         """``num_epochs`` passes of shuffled minibatch SGD on the clipped PPO loss."""
         cfg = self.config
-        model, optimizer, rng = state.model, state.optimizer, state.rng
         self._anneal_lr(state)
-        device = next(model.parameters()).device
+        device = next(state.model.parameters()).device
         t = batch_to_tensors(
             batch,
             [C.OBS, C.ACTIONS, C.ACTION_MASK, C.ACTION_LOGP, C.VF_PREDS, C.ADVANTAGES, C.VALUE_TARGETS],
             device,
         )
-        model.train()
-        sums: dict[str, float] = {}
-        n_updates = 0
-        for _ in range(cfg.num_epochs):
-            order = torch.from_numpy(rng.permutation(len(batch))).to(device)
-            for start in range(0, len(batch), cfg.minibatch_size):
-                mb = {k: v[order[start : start + cfg.minibatch_size]] for k, v in t.items()}
-                loss, stats = self.loss(model, mb)
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                stats["grad_norm"] = nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm).item()
-                optimizer.step()
-                for k, v in stats.items():
-                    sums[k] = sums.get(k, 0.0) + v
-                n_updates += 1
-        model.eval()
-        out = {k: v / max(n_updates, 1) for k, v in sums.items()}
-        out["num_sgd_updates"] = float(n_updates)
-        if not np.isfinite(out.get("total_loss", 0.0)):
-            raise FloatingPointError(f"PPO loss became non-finite: {out}")
-        return out
+        return minibatch_sgd(
+            self.loss, state, t, len(batch), cfg.num_epochs, cfg.minibatch_size, cfg.max_grad_norm, "PPO"
+        )
 
     def loss(self, model: nn.Module, mb: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, float]]:
         """Clipped surrogate + (clipped) value loss - entropy bonus on one minibatch."""
