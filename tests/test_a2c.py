@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from torch import nn
 
 from league.algos.a2c import A2C
 from league.algos.base import PolicyState
@@ -16,30 +15,9 @@ from league.envs.base import AgentSpec
 from league.flow import BroadcastWeights, ParallelRollouts
 from league.learn import Learner
 from league.sampling import FixedMatchups, Sampler
+from algo_helpers import LinearActorCritic
 
 SPEC = AgentSpec(obs_shape=(3,), num_actions=3, has_action_mask=True)
-
-
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    # Tiny tensors gain nothing from intra-op threads, and on an oversubscribed machine
-    # the thread hand-offs cost far more than the arithmetic.
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
-class _Linear(nn.Module):
-    """logits = obs @ W, value = obs @ u: small enough to check by hand."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.w = nn.Parameter(torch.tensor([[0.2, -0.1, 0.0], [0.0, 0.3, -0.2], [0.1, 0.1, 0.1]]))
-        self.u = nn.Parameter(torch.tensor([0.5, -0.5, 1.0]))
-
-    def forward(self, obs):
-        return obs @ self.w, obs @ self.u
 
 
 MB = {
@@ -51,7 +29,7 @@ MB = {
 }
 
 
-def _np_loss(model: _Linear, cfg) -> float:
+def _np_loss(model: LinearActorCritic, cfg) -> float:
     obs = MB[C.OBS].astype(np.float64)
     logits = np.where(MB[C.ACTION_MASK] > 0, obs @ model.w.detach().numpy(), -1e9)
     m = logits.max(1, keepdims=True)
@@ -69,7 +47,7 @@ def _np_loss(model: _Linear, cfg) -> float:
 @pytest.mark.parametrize("standardize", [False, True])
 def test_loss_on_fixed_batch_matches_numpy(standardize):
     algo = A2C(SPEC, {"entropy_coef": 0.05, "vf_coef": 0.25, "standardize_advantages": standardize})
-    model = _Linear()
+    model = LinearActorCritic()
     loss, stats = algo.loss(model, {k: torch.from_numpy(v) for k, v in MB.items()})
     assert loss.item() == pytest.approx(_np_loss(model, algo.config), rel=1e-5)
     assert stats["total_loss"] == pytest.approx(loss.item())
@@ -85,7 +63,7 @@ def test_postprocess_adds_gae_columns_and_bootstraps_only_when_not_terminated():
 
 def test_learn_is_one_clipped_gradient_step():
     algo = A2C(SPEC, {"max_grad_norm": 0.1})
-    model = _Linear()
+    model = LinearActorCritic()
     w0 = [p.detach().clone() for p in model.parameters()]
     opt = torch.optim.SGD(model.parameters(), lr=1.0)
     stats = algo.learn(PolicyState(model, opt, np.random.default_rng(0)), SampleBatch(MB))

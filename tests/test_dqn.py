@@ -23,6 +23,7 @@ from league.flow.metrics import PlanMetrics
 from league.learn import Learner
 from league.replay import MultiAgentReplayBuffer, PrioritizedReplayBuffer
 from league.sampling import FixedMatchups, Sampler
+from algo_helpers import SOLVED_RETURN, SOLVED_WINDOW, train_until_solved
 
 SPEC = AgentSpec(obs_shape=(2,), num_actions=3, has_action_mask=True)
 
@@ -397,21 +398,6 @@ def test_bad_config_is_rejected():
 
 
 # Learning --------------------------------------------------------------------------
-#: CartPole's "solved" rule: a mean return of 195 over 100 consecutive episodes.
-SOLVED_RETURN, SOLVED_WINDOW = 195.0, 100
-
-
-def _train_until_solved(plan, sampler, max_items):
-    """Pull ``plan`` until the latest ``SOLVED_WINDOW`` training episodes (epsilon-greedy,
-    whole episodes, in the order they ended) average ``SOLVED_RETURN``, or ``max_items`` pulls;
-    returns every episode's return and the number of pulls."""
-    returns = []
-    for pulls in range(1, max_items + 1):
-        next(plan)
-        returns += [e["returns"]["agent_0"] for e in sampler.pop_episode_stats()]
-        if len(returns) >= SOLVED_WINDOW and np.mean(returns[-SOLVED_WINDOW:]) >= SOLVED_RETURN:
-            break
-    return returns, pulls
 
 
 @pytest.mark.slow
@@ -429,6 +415,6 @@ def test_dqn_learns_cartpole_in_process():
     plan = algo.plan_fragment(ParallelRollouts([sampler], mode="bulk_sync"), learner, ["main"]).for_each(
         BroadcastWeights(learner, [sampler], ["main"])
     )
-    returns, steps = _train_until_solved(plan, sampler, max_items=12_000)
+    returns, steps = train_until_solved(plan, sampler, max_items=12_000)
     first, last = np.mean(returns[:SOLVED_WINDOW]), np.mean(returns[-SOLVED_WINDOW:])
     assert first < 50 and last >= SOLVED_RETURN, (steps, first, last)

@@ -9,7 +9,6 @@ import time
 import numpy as np
 import pytest
 import torch
-from torch import nn
 
 from league.algos.base import PolicyState
 from league.algos.impala import APPO, IMPALA, LEARNER_LOGP, learner_thread_plan
@@ -22,33 +21,12 @@ from league.flow import BroadcastWeights, LocalIterator, ParallelRollouts, PlanE
 from league.learn import Learner
 from league.learn.learner_thread import LearnerThread, LearnerThreadError, LearnerThreadResult
 from league.sampling import FixedMatchups, Sampler
+from algo_helpers import LinearActorCritic
 
 SPEC = AgentSpec(obs_shape=(3,), num_actions=3, has_action_mask=True)
 
 
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    # Tiny tensors gain nothing from intra-op threads, and on an oversubscribed machine
-    # the thread hand-offs cost far more than the arithmetic.
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
-class _Linear(nn.Module):
-    """logits = obs @ W, value = obs @ u: small enough to check by hand."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.w = nn.Parameter(torch.tensor([[0.2, -0.1, 0.0], [0.0, 0.3, -0.2], [0.1, 0.1, 0.1]]))
-        self.u = nn.Parameter(torch.tensor([0.5, -0.5, 1.0]))
-
-    def forward(self, obs):
-        return obs @ self.w, obs @ self.u
-
-
-def _np_logp_all(model: _Linear, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+def _np_logp_all(model: LinearActorCritic, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
     logits = np.where(mask > 0, obs @ model.w.detach().numpy().astype(np.float64), -1e9)
     m = logits.max(1, keepdims=True)
     return logits - m - np.log(np.exp(logits - m).sum(1, keepdims=True))
@@ -65,7 +43,7 @@ def _fixed_minibatch() -> dict[str, torch.Tensor]:
     }
 
 
-def _np_loss(model: _Linear, mb: dict, cfg, appo: bool) -> float:
+def _np_loss(model: LinearActorCritic, mb: dict, cfg, appo: bool) -> float:
     obs = mb[C.OBS].numpy().astype(np.float64)
     logp_all = _np_logp_all(model, obs, mb[C.ACTION_MASK].numpy())
     a = mb[C.ACTIONS].numpy()
@@ -87,7 +65,7 @@ def _np_loss(model: _Linear, mb: dict, cfg, appo: bool) -> float:
 @pytest.mark.parametrize("cls", [IMPALA, APPO])
 def test_loss_on_fixed_batch_matches_numpy(cls):
     algo = cls(SPEC, {"entropy_coef": 0.05, "vf_coef": 0.7, **({"clip_param": 0.1} if cls is APPO else {})})
-    model = _Linear()
+    model = LinearActorCritic()
     mb = _fixed_minibatch()
     loss, stats = algo.loss(model, mb)
     assert loss.item() == pytest.approx(_np_loss(model, mb, algo.config, appo=cls is APPO), rel=1e-5)
@@ -117,7 +95,7 @@ def _chunked_batch(n_chunks: int = 5, length: int = 6, seed: int = 0) -> SampleB
 
 def test_vtrace_targets_use_the_learners_policy_and_values():
     algo = IMPALA(SPEC, {"gamma": 0.9, "rho_bar": 1.5, "c_bar": 0.8, "pg_rho_bar": 1.2, "vtrace_lambda": 0.9})
-    model = _Linear()
+    model = LinearActorCritic()
     batch = _chunked_batch()
     t = {k: torch.from_numpy(v) for k, v in batch.items()}
     ends = torch.from_numpy(chunk_ends(batch))
@@ -138,7 +116,7 @@ def test_vtrace_targets_use_the_learners_policy_and_values():
 
 def _grads_after_learn(cls, config: dict) -> list[np.ndarray]:
     algo = cls(SPEC, config)
-    model = _Linear()
+    model = LinearActorCritic()
     opt = torch.optim.SGD(model.parameters(), lr=0.0)  # keep parameters, inspect .grad
     algo.learn(PolicyState(model, opt, np.random.default_rng(0)), _chunked_batch())
     return [p.grad.numpy().copy() for p in model.parameters()]

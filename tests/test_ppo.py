@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from torch import nn
 
 from league.algos import PPO, make_algorithm
 from league.algos.postprocessing import compute_gae, discount_cumsum
 from league.batch import Columns as C
 from league.batch import SampleBatch
 from league.envs.base import AgentSpec
+from algo_helpers import LinearActorCritic
 
 SPEC = AgentSpec(obs_shape=(3,), num_actions=3, has_action_mask=True)
 
@@ -55,19 +55,7 @@ def test_postprocess_bootstraps_only_when_not_terminated():
     assert out[C.VALUE_TARGETS][0] == 0.0
 
 
-class _Linear(nn.Module):
-    """logits = obs @ W, value = obs @ u: small enough to check by hand."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.w = nn.Parameter(torch.tensor([[0.2, -0.1, 0.0], [0.0, 0.3, -0.2], [0.1, 0.1, 0.1]]))
-        self.u = nn.Parameter(torch.tensor([0.5, -0.5, 1.0]))
-
-    def forward(self, obs):
-        return obs @ self.w, obs @ self.u
-
-
-def _np_loss(model: _Linear, mb: dict, cfg) -> float:
+def _np_loss(model: LinearActorCritic, mb: dict, cfg) -> float:
     w, u = model.w.detach().numpy().astype(np.float64), model.u.detach().numpy().astype(np.float64)
     obs = mb[C.OBS].numpy().astype(np.float64)
     logits = np.where(mb[C.ACTION_MASK].numpy() > 0, obs @ w, -1e9)
@@ -89,7 +77,7 @@ def _np_loss(model: _Linear, mb: dict, cfg) -> float:
 
 def test_ppo_loss_on_fixed_batch_matches_numpy():
     algo = make_algorithm("ppo", SPEC, {"clip_param": 0.1, "vf_clip_param": 0.3, "entropy_coef": 0.05})
-    model = _Linear()
+    model = LinearActorCritic()
     mb = {
         C.OBS: torch.tensor([[1.0, 0.0, 2.0], [0.5, -1.0, 0.0], [0.0, 1.0, 1.0], [2.0, 2.0, -1.0]]),
         C.ACTIONS: torch.tensor([0, 1, 2, 1]),

@@ -14,23 +14,7 @@ from league.envs import make_env
 from league.flow import ParallelRollouts
 from league.learn import Learner
 from league.sampling import FixedMatchups, Sampler
-
-
-#: CartPole's "solved" rule: a mean return of 195 over 100 consecutive episodes.
-SOLVED_RETURN, SOLVED_WINDOW = 195.0, 100
-
-
-def _train_until_solved(plan, sampler: Sampler, max_items: int) -> tuple[list[float], int]:
-    """Pull ``plan`` until the latest ``SOLVED_WINDOW`` training episodes (exploring policy,
-    whole episodes, in the order they ended) average ``SOLVED_RETURN``, or ``max_items`` pulls;
-    returns every episode's return and the number of pulls."""
-    returns: list[float] = []
-    for pulls in range(1, max_items + 1):
-        next(plan)
-        returns += [e["returns"]["agent_0"] for e in sampler.pop_episode_stats()]
-        if len(returns) >= SOLVED_WINDOW and np.mean(returns[-SOLVED_WINDOW:]) >= SOLVED_RETURN:
-            break
-    return returns, pulls
+from algo_helpers import SOLVED_RETURN, SOLVED_WINDOW, train_until_solved
 
 
 @pytest.mark.slow
@@ -56,7 +40,7 @@ def test_ppo_plan_learns_cartpole_in_process():
     plan = algo.plan_fragment(ParallelRollouts([sampler], mode="bulk_sync"), learner, ["main"]).for_each(
         BroadcastWeights(learner, [sampler], ["main"])
     )
-    returns, steps = _train_until_solved(plan, sampler, max_items=120)
+    returns, steps = train_until_solved(plan, sampler, max_items=120)
     first, last = np.mean(returns[:SOLVED_WINDOW]), np.mean(returns[-SOLVED_WINDOW:])
     assert first < 50 and last >= SOLVED_RETURN, (steps, first, last)
 
