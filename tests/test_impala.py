@@ -390,7 +390,7 @@ def test_impala_learns_cartpole_with_async_samplers_and_learner_thread():
     try:
         next(plan)
         before = _mean_return(samplers)
-        for _ in range(160):
+        for _ in range(320):  # async: how much each pull trains varies with load
             next(plan)
         after = []
         for _ in range(10):
