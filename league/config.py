@@ -79,14 +79,35 @@ class LearnerConfig:
 
 @dataclass
 class LeagueConfig:
-    """Self-play league: snapshots of the learning policy and how opponents are drawn."""
+    """Who plays whom: a recipe (see :mod:`league.population.recipes`) and its settings.
 
+    ``selfplay`` uses the first block (iterations, shares); every other recipe runs on a
+    league coordinator and uses the second (steps are a learning player's trained steps).
+    """
+
+    recipe: str = "selfplay"  # selfplay | fsp | pfsp | psro | alphastar
+    # selfplay: one learning policy, its snapshots and fixed members.
     snapshot_interval: int = 5  # iterations between snapshots
     max_snapshots: int = 20  # oldest dropped beyond this
     self_play_prob: float = 0.2  # probability of playing the current policy itself
     opponent_sampling: str = "uniform"  # uniform | pfsp (over snapshots)
     # Fixed league members and their constant share of training games, e.g. {random: 0.1}.
-    fixed_opponents: dict[str, float] = field(default_factory=lambda: {"random": 0.2})
+    fixed_opponents: dict[str, float] = field(default_factory=dict)
+    # Coordinated recipes (fsp, pfsp, psro, alphastar).
+    snapshot_steps: int = 100_000  # agent steps a learning player trains between snapshots
+    num_main_agents: int = 1
+    num_main_exploiters: int = 0  # alphastar only
+    num_league_exploiters: int = 0  # alphastar only
+    scripted: list[str] = field(default_factory=list)  # scripted members: random, negamax, minimax
+    negamax_depth: int = 2  # search depth of a scripted negamax member
+    roles: dict[str, dict[str, Any]] = field(default_factory=dict)  # per-role recipe parameters
+    payoff_decay: float = 0.99
+    payoff_min_games: float = 5.0
+    eval_pairs: int = 0  # league-scheduled evaluation pairs per evaluation round (eval.interval)
+    eval_episodes_per_pair: int = 8
+    exploitability_interval: int = 0  # iterations between exact exploitability (OpenSpiel games)
+    meta_game: str = "auto"  # exact | empirical | auto (exact on OpenSpiel games)
+    matchup_batch: int = 64  # matchups a sampler fetches from the coordinator at a time
 
 
 @dataclass
@@ -251,6 +272,7 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
     from league.learn.placement import PlacementConfig
 
     PlacementConfig.from_config(dataclasses.asdict(cfg.learner))  # validates devices and shares
+    _check_league(cfg)
     unknown_fixed = sorted(set(cfg.league.fixed_opponents) - {"random"})
     if unknown_fixed:
         raise ValueError(f"league.fixed_opponents has unknown player(s) {unknown_fixed}; known: ['random']")
@@ -265,3 +287,29 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
     if cfg.eval.opponent != "random":
         raise ValueError(f"eval.opponent '{cfg.eval.opponent}' is not supported (known: random)")
     return cfg
+
+
+def _check_league(cfg: RunConfig) -> None:
+    """League settings that do not depend on the recipe's roles (those are built later)."""
+    league = cfg.league
+    from league.population.recipes import RECIPES, build_league
+
+    if league.recipe not in RECIPES:
+        raise ValueError(f"unknown league.recipe '{league.recipe}'; known: {list(RECIPES)}")
+    if league.meta_game not in ("auto", "exact", "empirical"):
+        raise ValueError(f"league.meta_game must be 'auto', 'exact' or 'empirical', got '{league.meta_game}'")
+    for key in ("snapshot_steps", "matchup_batch", "eval_episodes_per_pair", "negamax_depth"):
+        if getattr(league, key) < 1:
+            raise ValueError(f"league.{key} must be >= 1, got {getattr(league, key)}")
+    for key in ("eval_pairs", "exploitability_interval"):
+        if getattr(league, key) < 0:
+            raise ValueError(f"league.{key} must be >= 0, got {getattr(league, key)}")
+    if not 0.0 < league.payoff_decay <= 1.0 or league.payoff_min_games < 0:
+        raise ValueError(f"league.payoff_decay must be in (0, 1] and payoff_min_games >= 0, got {league.payoff_decay}, {league.payoff_min_games}")
+    if league.recipe == "selfplay":
+        return
+    if league.fixed_opponents:
+        raise ValueError("league.fixed_opponents is for recipe 'selfplay'; coordinated recipes take league.scripted members")
+    if cfg.policies:
+        raise ValueError(f"league.recipe '{league.recipe}' trains cfg.algo for every learning player; leave policies empty")
+    build_league(league)  # raises naming a bad role, parameter or scripted member

@@ -1,8 +1,8 @@
 """The driver-side state of a training run in a checkpoint, and restoring a run from one.
 
 :mod:`league.checkpoint` defines the files; this module decides what the trainer puts
-in ``league.json`` (counters, learning policy ids, the self-play pool, the payoff
-table, evaluation win rates, the driver's RNG states) and how a resumed run reads it
+in ``league.json`` (counters, learning policy ids, the league's own state: the
+self-play pool or the coordinator, the payoff table, evaluation win rates, the driver's RNG states) and how a resumed run reads it
 back: :func:`load_resume_checkpoint` finds, validates and compatibility-checks the
 checkpoint before anything starts; :func:`restore_league` rebuilds the league state.
 
@@ -23,7 +23,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -31,7 +31,9 @@ import torch
 from league.algos.base import Algorithm
 from league.checkpoint import Checkpoint, CheckpointError, check_compatible, find_checkpoint, read_checkpoint
 from league.population.payoff import PayoffTable
-from league.population.selfplay import SelfPlayPool
+
+if TYPE_CHECKING:
+    from league.leagues import TrainingLeague
 
 __all__ = [
     "RestoredLeague",
@@ -62,18 +64,20 @@ def league_state(
     env_steps: int,
     learning: list[str],
     counters: Mapping[str, int],
-    pool: SelfPlayPool | None,
+    league: Mapping[str, Any],
     payoff: PayoffTable,
     win_rates: Mapping[str, float],
     best_win_rate: float | None,
 ) -> dict[str, Any]:
-    """The JSON-able ``league.json`` of a checkpoint (RNG states of this process included)."""
+    """The JSON-able ``league.json`` of a checkpoint (RNG states of this process included);
+    ``league`` is the :meth:`~league.leagues.TrainingLeague.state` of the run's league."""
     return {
         "iteration": int(iteration),
         "env_steps": int(env_steps),
         "learning": list(learning),
         "counters": {k: int(v) for k, v in counters.items()},
-        "pool": pool.state() if pool is not None else None,
+        "pool": None,
+        **league,
         "payoff": payoff.to_dict(),
         "win_rates": dict(win_rates),
         "best_win_rate": best_win_rate,
@@ -91,21 +95,21 @@ class RestoredLeague:
     counters: dict[str, int]
 
 
-def restore_league(checkpoint: Checkpoint, pool: SelfPlayPool | None) -> RestoredLeague:
-    """Restore ``pool`` (snapshots with weights, payoff) and read the rest of ``league.json``.
+def restore_league(checkpoint: Checkpoint, league: TrainingLeague | None) -> RestoredLeague:
+    """Restore ``league`` (snapshots with weights, payoff, coordinator) and read the rest of ``league.json``.
 
     Raises :class:`CheckpointError` naming the file when the state is malformed.
     """
-    league = checkpoint.league
+    saved = checkpoint.league
     try:
-        if pool is not None:
-            pool.load_state(league["pool"], checkpoint.policies)
-            payoff = pool.payoff
+        if league is not None:
+            league.load_state(saved, checkpoint.policies)
+            payoff = league.payoff
         else:
-            payoff = PayoffTable.from_dict(league["payoff"])
-        win_rates = {str(k): float(v) for k, v in (league.get("win_rates") or {}).items()}
-        best = league.get("best_win_rate")
-        counters = {str(k): int(v) for k, v in (league.get("counters") or {}).items()}
+            payoff = PayoffTable.from_dict(saved["payoff"])
+        win_rates = {str(k): float(v) for k, v in (saved.get("win_rates") or {}).items()}
+        best = saved.get("best_win_rate")
+        counters = {str(k): int(v) for k, v in (saved.get("counters") or {}).items()}
     except (KeyError, TypeError, ValueError, AttributeError) as err:
         raise CheckpointError(f"{checkpoint.path / 'league.json'}: league state does not load: {err!r}") from None
     return RestoredLeague(payoff, win_rates, None if best is None else float(best), counters)

@@ -2,10 +2,11 @@
 
 ``Trainer(cfg, run_dir).train()`` is what ``league-train`` runs. Per iteration: the plan
 yields one training step (rollouts -> algorithm fragment -> weight broadcast); the
-trainer feeds finished episodes to the league's payoff table, takes snapshots, schedules
-evaluation episodes against a fixed opponent, logs a metrics row (``metrics.jsonl``,
-TensorBoard), updates the progress display, writes periodic checkpoints and checks the
-stop criteria. At the end it writes a final checkpoint and ``summary.json``.
+trainer feeds finished episodes to the league (:mod:`league.leagues`: the self-play
+pool or a coordinated recipe), lets it take snapshots and resets, schedules evaluation
+episodes (against a fixed opponent, and the league's own), logs a metrics row
+(``metrics.jsonl``, TensorBoard), updates the progress display, writes periodic
+checkpoints and checks the stop criteria. At the end it writes a final checkpoint and ``summary.json``.
 
 ``cfg.resume`` continues a run from a checkpoint: see :mod:`league.resume` for what is
 restored exactly and what is not.
@@ -32,10 +33,12 @@ from league.envs import make_env
 from league.flow.actors import is_ray_actor, resolve, share, submit
 from league.flow.recovery import on_sampler_restart
 from league.learn import Learner, LearnerGroup
+from league.leagues import TrainingLeague, make_league
+from league.leagues.builder import SELFPLAY_MAIN, learning_policy_ids
 from league.metrics_log import MetricsLogger, episode_metrics
 from league.policy import RandomPolicyFactory
+from league.population.coordinator import MatchupBatch
 from league.population.payoff import PayoffTable
-from league.population.selfplay import SelfPlayPool
 from league.progress import NoProgress, make_progress
 from league.resume import (
     league_state,
@@ -49,7 +52,7 @@ from league.sampling import OpponentSampling, Sampler, UniformMatchups, make_rem
 
 __all__ = ["Trainer", "MAIN", "EVAL_OPPONENT"]
 
-MAIN = "main"
+MAIN = SELFPLAY_MAIN
 EVAL_OPPONENT = "random"
 
 
@@ -72,7 +75,7 @@ class Trainer:
         self.progress: Any = NoProgress()
         self._pending_stats: list[Any] = []
         self._flushed_stats: list[dict[str, Any]] = []  # recorded at a checkpoint, reported next row
-        self._pending_eval: list[tuple[str, list[Any]]] = []
+        self._pending_eval: list[tuple[str | None, list[Any]]] = []  # (policy or None: league games, calls)
         self._start = (0, 0)  # iteration and env steps when this process began
 
     @property
@@ -83,34 +86,18 @@ class Trainer:
 
     # Setup ----------------------------------------------------------------------
     def setup(self) -> None:
-        """Build algorithms and league, read a resume checkpoint (before Ray starts or any file
-        is written), then the learner, samplers and plan."""
+        """Build algorithms, read a resume checkpoint (before Ray starts or any file is
+        written), then the league, the learner, samplers and plan."""
         cfg = self.cfg
-        spec = self._agent_spec()
+        spec, agents = self._agent_spec()
+        self.learning = learning_policy_ids(cfg)
         if cfg.policies:
             self.algorithms = {pid: make_algorithm(pc.algo, spec, pc.params) for pid, pc in cfg.policies.items()}
         else:
-            self.algorithms = {MAIN: make_algorithm(cfg.algo.name, spec, cfg.algo.params)}
-        self.learning = list(self.algorithms)
+            self.algorithms = {pid: make_algorithm(cfg.algo.name, spec, cfg.algo.params) for pid in self.learning}
         checkpoint = None
         if cfg.resume:
             checkpoint = load_resume_checkpoint(cfg.resume, cfg.checkpoint_dir, asdict(cfg), self.algorithms)
-
-        # One learning policy: self-play against its snapshots. Several: they play each other.
-        self.pool: SelfPlayPool | None = None
-        self.payoff = PayoffTable(decay=0.99, min_games=5)
-        if len(self.learning) == 1:
-            league = cfg.league
-            self.pool = SelfPlayPool(
-                self.learning[0],
-                self_play_prob=league.self_play_prob,
-                max_snapshots=league.max_snapshots,
-                opponent_sampling=league.opponent_sampling,
-                payoff=self.payoff,
-                fixed_opponents=league.fixed_opponents,
-            )
-        if checkpoint is not None:
-            self._restore_league(checkpoint)
 
         if self._uses_ray():
             import ray
@@ -122,21 +109,31 @@ class Trainer:
                     include_dashboard=cfg.ray.include_dashboard,
                     log_to_driver=True,
                 )
+        # A league of one policy and its opponents; several ``policies`` just play each other.
+        self.league: TrainingLeague | None = make_league(cfg, self.algorithms, spec, agents, remote=cfg.sampler.remote)
+        self._payoff = PayoffTable(decay=cfg.league.payoff_decay, min_games=cfg.league.payoff_min_games)
+        if checkpoint is not None:
+            self._restore_league(checkpoint)
         torch.manual_seed(cfg.seed)
         self.learner = self._make_learner()
         if checkpoint is not None:
             restore_learner(self.learner, checkpoint, self.learning)
 
-        snapshots = {s.policy_id: self.algorithms[self.pool.main] for s in self.pool.snapshots} if self.pool else {}
+        frozen = self.league.frozen_policies() if self.league else {}
         self.samplers = self._make_samplers(
-            policies={**self.algorithms, EVAL_OPPONENT: RandomPolicyFactory(), **snapshots},
-            frozen=(EVAL_OPPONENT, *snapshots),
-            matchups=self.pool.matchups() if self.pool else UniformMatchups(self.learning),
+            policies={**self.algorithms, EVAL_OPPONENT: RandomPolicyFactory(), **{pid: f for pid, (f, _) in frozen.items()}},
+            frozen=(EVAL_OPPONENT, *frozen),
+            matchups=self.league.matchups() if self.league else UniformMatchups(self.learning),
         )
         weights = self.learner.get_weights(self.learning)
-        weights.update({s.policy_id: s.weights for s in (self.pool.snapshots if self.pool else [])})
+        weights.update(self.league.frozen_weights() if self.league else {})
         shared = share(weights, self.samplers)
         resolve([submit(s, "set_weights", shared) for s in self.samplers], self.samplers)
+        if self.league is not None:
+            self.league.bind(self.samplers, self.learner)
+            if len(self.samplers) > 1:  # each sampler its own matchup source (a batch is consumed once)
+                sources = [self.league.matchups() for _ in self.samplers]
+                resolve([submit(s, "set_matchups", m) for s, m in zip(self.samplers, sources)], self.samplers)
 
         from league.flow import ParallelRollouts
 
@@ -150,7 +147,17 @@ class Trainer:
             set_driver_rng_state(checkpoint.league.get("rng"))
         self._start = (self.iteration, self.env_steps)
 
-    def _agent_spec(self) -> Any:
+    @property
+    def pool(self) -> Any:
+        """The self-play pool of a ``selfplay`` league, else None."""
+        return getattr(self.league, "pool", None)
+
+    @property
+    def payoff(self) -> PayoffTable:
+        """The league's payoff table (learning policies against each other without a league)."""
+        return self.league.payoff if self.league is not None else self._payoff
+
+    def _agent_spec(self) -> tuple[Any, list[str]]:
         cfg = self.cfg
         env = make_env(cfg.env.name, **cfg.env.kwargs)
         try:
@@ -159,7 +166,7 @@ class Trainer:
             env.close()
         if len(set(specs.values())) != 1:
             raise ValueError(f"self-play needs identical agent specs, env '{cfg.env.name}' has {specs}")
-        return next(iter(specs.values()))
+        return next(iter(specs.values())), list(specs)
 
     def _uses_ray(self) -> bool:
         return self.cfg.sampler.remote or self._learner_group()
@@ -201,8 +208,8 @@ class Trainer:
 
     # Resume ---------------------------------------------------------------------
     def _restore_league(self, checkpoint: Checkpoint) -> None:
-        restored = restore_league(checkpoint, self.pool)
-        self.payoff, self.win_rates, self.best_win_rate = restored.payoff, restored.win_rates, restored.best_win_rate
+        restored = restore_league(checkpoint, self.league)
+        self._payoff, self.win_rates, self.best_win_rate = restored.payoff, restored.win_rates, restored.best_win_rate
         self._restored_counters = restored.counters
         self.iteration, self.env_steps = checkpoint.iteration, checkpoint.env_steps
         self.resumed_from = checkpoint.path
@@ -261,9 +268,8 @@ class Trainer:
         stats, self._flushed_stats = self._flushed_stats + fresh, []
         self._pending_stats = [submit(s, "pop_episode_stats") for s in self.samplers]
 
-        league = self.cfg.league
-        if self.pool and league.snapshot_interval and self.iteration % league.snapshot_interval == 0:
-            self._snapshot()
+        if self.league is not None:
+            self.league.update(self.iteration, self.plan.metrics.counters, self.learner, self.samplers)
         if self.cfg.eval.interval and self.iteration % self.cfg.eval.interval == 0 and not self._pending_eval:
             self._start_eval()
         self._collect_eval(block=False)
@@ -277,7 +283,8 @@ class Trainer:
             "episodes": len(stats),
             "mean_episode_len": float(np.mean([e["length"] for e in stats])) if stats else None,
             "win_rate_vs_random": dict(self.win_rates),
-            "snapshots": len(self.pool.snapshots) if self.pool else 0,
+            "snapshots": 0,
+            **(self.league.metrics(self.iteration, self.learner) if self.league else {}),
             **episode_metrics(stats, self.learning),
             **{f"{pid}/{k}": round(v, 5) for pid, st in metrics.get("learner", {}).items() for k, v in st.items()},
             "operators": metrics.get("operators", {}),
@@ -302,44 +309,33 @@ class Trainer:
         return [e for eps in resolve(pending, self.samplers) for e in eps] if pending else []
 
     def _record_outcomes(self, episodes: list[dict[str, Any]]) -> None:
-        if self.pool is not None:
-            self.pool.record(episodes)
+        if self.league is not None:
+            self.league.record(episodes)
             return
         for ep in episodes:  # learning policies against each other (two-seat games)
             seats = list(ep["policies"].items())
             if len(seats) == 2 and seats[0][1] != seats[1][1]:
-                self.payoff.update(seats[0][1], seats[1][1], ep["outcome"][seats[0][0]])
+                self._payoff.update(seats[0][1], seats[1][1], ep["outcome"][seats[0][0]])
 
     # League ---------------------------------------------------------------------
-    def _snapshot(self) -> None:
-        main = self.pool.main
-        snap, _evicted = self.pool.add_snapshot(self.learner.get_weights([main])[main], self.iteration)
-        weights = share(snap.weights, self.samplers)
-        matchups = self.pool.matchups()
-        # Evicted snapshots stay loaded on samplers: episodes in progress may still use them.
-        calls = [submit(s, "add_policy", snap.policy_id, self.algorithms[main], weights, learns=False) for s in self.samplers]
-        calls += [submit(s, "set_matchups", matchups) for s in self.samplers]
-        resolve(calls, self.samplers * 2)
-
     def restore_league_on(self, sampler: Any) -> list[Any]:
-        """Re-send the league's snapshots and current matchups to a (restarted) sampler.
+        """Re-send the league's frozen policies and a matchup source to a (restarted) sampler.
 
         Registered with :func:`league.flow.on_sampler_restart`; the weights of learning
         policies are re-sent by ``BroadcastWeights``' own hook. Returns the pending calls.
         """
-        calls = []
-        if self.pool is not None:
-            algo = self.algorithms[self.pool.main]
-            for snap in self.pool.snapshots:
-                calls.append(submit(sampler, "add_policy", snap.policy_id, algo, snap.weights, learns=False))
-            calls.append(submit(sampler, "set_matchups", self.pool.matchups()))
-        return calls
+        return self.league.restore_on(sampler) if self.league is not None else []
 
     def _start_eval(self) -> None:
         per = max(1, self.cfg.eval.episodes // len(self.samplers))
         for pid in self.learning:
             matchups = OpponentSampling(pid, {EVAL_OPPONENT: 1.0})
             self._pending_eval.append((pid, [submit(s, "evaluate", per, matchups) for s in self.samplers]))
+        league_games = self.league.evaluation_matchups() if self.league is not None else []
+        if league_games:  # the league's least certain pairs, split between samplers
+            shares = [league_games[i :: len(self.samplers)] for i in range(len(self.samplers))]
+            calls = [submit(s, "evaluate", len(m), MatchupBatch(m)) for s, m in zip(self.samplers, shares) if m]
+            self._pending_eval.append((None, calls))
 
     def _collect_eval(self, block: bool) -> None:
         if not self._pending_eval:
@@ -352,7 +348,10 @@ class Trainer:
             if len(ready) < len(refs):
                 return
         for pid, rs in self._pending_eval:
-            episodes = [e for eps in resolve(rs, self.samplers) for e in eps]
+            episodes = [e for eps in resolve(rs, self.samplers[: len(rs)]) for e in eps]
+            if pid is None:
+                self.league.record(episodes)  # type: ignore[union-attr]
+                continue
             wins = sum(1 for e in episodes for a, p in e["policies"].items() if p == pid and e["outcome"][a] == "win")
             self.win_rates[pid] = wins / max(len(episodes), 1)
         self._pending_eval = []
@@ -370,7 +369,8 @@ class Trainer:
             "final_win_rate_vs_random": min(self.win_rates.values()) if self.win_rates else None,
             "win_rates_vs_random": dict(self.win_rates),
             "best_win_rate_vs_random": self.best_win_rate,
-            "snapshots": [s.policy_id for s in self.pool.snapshots] if self.pool else [],
+            "snapshots": [],
+            **(self.league.summary() if self.league is not None else {}),
             "payoff": self.payoff.to_dict(),
             "resumed_from": str(self.resumed_from) if self.resumed_from else None,
             "start_iteration": self._start[0],
@@ -388,13 +388,13 @@ class Trainer:
             self._record_outcomes(fresh)
             self._flushed_stats.extend(fresh)
         policies = self.learner.get_weights(self.learning)
-        policies.update({s.policy_id: s.weights for s in (self.pool.snapshots if self.pool else [])})
+        policies.update(self.league.frozen_weights() if self.league is not None else {})
         league = league_state(
             iteration=self.iteration,
             env_steps=self.env_steps,
             learning=self.learning,
             counters=self.plan.metrics.counters if hasattr(self.plan, "metrics") else {},
-            pool=self.pool,
+            league=self.league.state() if self.league is not None else {},
             payoff=self.payoff,
             win_rates=self.win_rates,
             best_win_rate=self.best_win_rate,
@@ -425,4 +425,6 @@ class Trainer:
                 ray.kill(s)
         if self.learner is not None and hasattr(self.learner, "close"):
             self.learner.close()
+        if getattr(self, "league", None) is not None:
+            self.league.close()
 

@@ -101,7 +101,7 @@ def test_league_eval_argument_errors(argv, message):
 @pytest.mark.parametrize(
     "extra, message",
     [
-        (["opponents=[negamax]"], "opponent 'negamax' plays connect four only"),
+        (["opponents=[negamax]"], "scripted player 'negamax' plays connect four only"),
         (["opponents=[stockfish]"], "unknown opponent 'stockfish'"),
         (["opponents=[main]"], "policy 'main' cannot be its own opponent"),
         (["policies=[main@v9]"], "policies ['main@v9'] are not in the checkpoint"),

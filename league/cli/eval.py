@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from league.policy import Policy, PolicyFactory
+from league.population.scripted import scripted_factory
 
 __all__ = ["EvalArgs", "PairResult", "parse_args", "evaluate_checkpoint", "main"]
 
@@ -105,30 +105,6 @@ def parse_args(argv: Sequence[str]) -> EvalArgs:
     return args
 
 
-class _ScriptedFactory(PolicyFactory):
-    """Builds scripted players of one class for a sampler (they never learn)."""
-
-    def __init__(self, cls: type, **kwargs: Any) -> None:
-        self.cls, self.kwargs = cls, kwargs
-
-    def make_policy(self, seed: int | None = None, learns: bool = False) -> Policy:
-        """A new scripted player."""
-        return self.cls(seed=seed, **self.kwargs)
-
-
-def _scripted(name: str, spec: Any, depth: int) -> Any:
-    from league.policy import RandomPolicyFactory
-    from league.population.scripted import ConnectFourNegamaxPolicy, TicTacToeMinimaxPolicy
-
-    if name == "random":
-        return RandomPolicyFactory()
-    cls, kwargs = {"negamax": (ConnectFourNegamaxPolicy, {"depth": depth}), "minimax": (TicTacToeMinimaxPolicy, {})}[name]
-    if (tuple(spec.obs_shape), spec.num_actions) != (cls.obs_shape, cls.num_actions):
-        game = "connect four" if name == "negamax" else "tic-tac-toe"
-        raise ValueError(f"opponent '{name}' plays {game} only; this env's agents see obs {tuple(spec.obs_shape)}")
-    return _ScriptedFactory(cls, **kwargs)
-
-
 def _algorithm_params(config: dict[str, Any], policy_id: str) -> tuple[str, dict[str, Any]]:
     base = policy_id.split("@", 1)[0]  # a snapshot has its learning policy's algorithm
     policies = config.get("policies") or {}
@@ -173,7 +149,7 @@ def evaluate_checkpoint(
             name, params = _algorithm_params(ckpt.config, pid)
             factories[pid] = make_algorithm(name, spec, params)
         elif pid in ("random", "negamax", "minimax"):
-            factories[pid] = _scripted(pid, spec, depth)
+            factories[pid] = scripted_factory(pid, spec, depth)
         else:
             raise ValueError(f"unknown opponent '{pid}'; known: random, negamax, minimax, or a policy in the checkpoint {sorted(ckpt.policies)}")
     for pid in players:

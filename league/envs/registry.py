@@ -67,6 +67,16 @@ for _game in ("kuhn_poker", "leduc_poker"):
     _REGISTRY[_game] = _REGISTRY["openspiel:" + _game] = _OpenSpielFactory(_game)
 
 
+def openspiel_game_of(name: str) -> str | None:
+    """The OpenSpiel game a registered env name stands for (``kuhn_poker``, ``openspiel:leduc_poker``), else None."""
+    factory = _REGISTRY.get(name)
+    if isinstance(factory, _OpenSpielFactory):
+        return factory.game
+    if isinstance(name, str) and name.startswith("openspiel:"):
+        return name.split(":", 1)[1]
+    return None
+
+
 def registered_env_names() -> list[str]:
     """The registered short names, sorted."""
     return sorted(_REGISTRY)

@@ -114,6 +114,8 @@ def _count_sampled(batch: Any, metrics: PlanMetrics) -> None:
     if isinstance(batch, MultiAgentBatch):
         metrics.counters[NUM_ENV_STEPS_SAMPLED] += batch.env_steps
         metrics.counters[NUM_AGENT_STEPS_SAMPLED] += batch.agent_steps()
+        for pid, policy_batch in batch.policy_batches.items():  # per policy: the league's clock
+            metrics.counters[f"{NUM_AGENT_STEPS_SAMPLED}/{pid}"] += len(policy_batch)
     elif isinstance(batch, SampleBatch):
         metrics.counters[NUM_ENV_STEPS_SAMPLED] += len(batch)
         metrics.counters[NUM_AGENT_STEPS_SAMPLED] += len(batch)

@@ -28,6 +28,7 @@ distinct policy ids. The whole state round-trips through :meth:`state_dict` /
 from __future__ import annotations
 
 import numbers
+import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -76,8 +77,9 @@ class MatchupBatch(MatchupSource):
     """A :class:`MatchupSource` that hands out precomputed matchups in order.
 
     When the batch runs out it asks ``refill(refill_size)`` for a new one (e.g.
-    :func:`remote_refill` of a coordinator actor); without ``refill`` it starts over
-    from the first matchup and counts the wrap in :attr:`wraps`.
+    :func:`remote_refill` of a coordinator actor); without ``refill``, or when a refill
+    fails (counted in :attr:`refill_failures`), it starts over from the first matchup
+    and counts the wrap in :attr:`wraps`.
     """
 
     def __init__(
@@ -95,16 +97,35 @@ class MatchupBatch(MatchupSource):
         self.refill_size = int(refill_size or max(len(self._matchups), 1))
         self._position = 0
         self.wraps = 0
+        self.refill_failures = 0
+
+    def _refill(self) -> bool:
+        """Fetch a new batch; on failure (e.g. the coordinator actor died) keep the old one.
+
+        Sampling must not stop because the league is briefly away: the driver restores
+        the coordinator and sends a fresh source; meanwhile the last batch is replayed.
+        """
+        try:
+            matchups = list(self.refill(self.refill_size))  # type: ignore[misc]
+        except Exception as err:  # noqa: BLE001 - any failure of the remote call
+            self.refill_failures += 1
+            if self.refill_failures == 1:
+                warnings.warn(f"matchup refill failed, replaying the last batch: {err!r}", stacklevel=3)
+            return False
+        if not matchups:
+            raise RuntimeError("MatchupBatch refill returned no matchups")
+        self._matchups = matchups
+        return True
 
     def next_matchup(self, agents: Sequence[str], episode_index: int, rng: np.random.Generator) -> Matchup:
         """The next matchup of the batch (see the class docstring when it runs out)."""
         if self._position >= len(self._matchups):
-            if self.refill is not None:
-                self._matchups = list(self.refill(self.refill_size))
-                if not self._matchups:
-                    raise RuntimeError("MatchupBatch refill returned no matchups")
-            else:
+            if self.refill is not None and self._refill():
+                pass
+            elif self._matchups:
                 self.wraps += 1
+            else:
+                raise RuntimeError("MatchupBatch has no matchups: its first refill failed")
             self._position = 0
         matchup = self._matchups[self._position]
         self._position += 1
@@ -199,12 +220,18 @@ class LeagueCoordinator:
             if self.population.get(pid).kind != "learning":
                 raise ValueError(f"{pid!r} is not a learning player")
         out = []
+        # One opponent distribution per learner and batch: a Nash meta-solver is an LP solve.
+        distributions: dict[str, tuple[list[str], np.ndarray]] = {}
         for _ in range(int(k)):
             player = self.population.get(ids[self._cursor % len(ids)])
             self._cursor += 1
-            role = self.roles[player.role]  # type: ignore[index]
-            opponent_id = role.choose_opponent(player.player_id, self.population, self.payoff, self._rng)
-            opponent = self.population.get(opponent_id)
+            if player.player_id not in distributions:
+                role = self.roles[player.role]  # type: ignore[index]
+                dist = role.opponent_distribution(player.player_id, self.population, self.payoff)
+                probs = np.fromiter(dist.values(), dtype=np.float64, count=len(dist))
+                distributions[player.player_id] = (list(dist), probs / probs.sum())
+            candidates, probs = distributions[player.player_id]
+            opponent = self.population.get(candidates[int(self._rng.choice(len(candidates), p=probs))])
             seat = int(self._rng.integers(2))
             learner_seat, other_seat = self.agents[seat], self.agents[1 - seat]
             policies = {learner_seat: player.policy_id, other_seat: opponent.policy_id}
@@ -245,7 +272,12 @@ class LeagueCoordinator:
             result = outcome[seat_a]
             if result not in OUTCOMES:
                 raise ValueError(f"episode {episode_id}: outcome must be one of {OUTCOMES}, got {result!r}")
-            self.payoff.update(a, b, result)
+            returns = episode.get("returns") or {}
+            return_a = returns.get(seat_a) if isinstance(returns, Mapping) else None
+            if return_a is None:
+                self.payoff.update(a, b, result)
+            else:
+                self.payoff.update(a, b, result, float(return_a))
             for player_id, opponent_id, view in ((a, b, result), (b, a, _flip(result))):
                 if player_id in self._recent:
                     self._recent[player_id].update(player_id, opponent_id, view)
@@ -266,7 +298,18 @@ class LeagueCoordinator:
 
     # Snapshots and resets ---------------------------------------------------------
     def step(self, learner_steps: Mapping[str, int]) -> list[SnapshotAction | ResetAction]:
-        """Take cumulative learner steps per learning player; return the actions now due."""
+        """Take cumulative learner steps per learning player; apply and return the actions now due.
+
+        ``step`` is :meth:`due` then :meth:`apply`. A driver whose samplers pull matchups
+        on their own calls the two apart: it loads each new snapshot's weights on the
+        samplers in between, so no matchup names a policy a sampler does not have yet.
+        """
+        actions = self.due(learner_steps)
+        self.apply(actions)
+        return actions
+
+    def due(self, learner_steps: Mapping[str, int]) -> list[SnapshotAction | ResetAction]:
+        """Record the learner steps; return the snapshot (and reset) actions due, unapplied."""
         for pid, steps in learner_steps.items():
             if pid not in self._steps:
                 raise ValueError(f"{pid!r} is not a learning player of this league")
@@ -283,16 +326,29 @@ class LeagueCoordinator:
             steps = self._steps[pid]
             if not role.snapshot.due(steps - self._last_snapshot[pid], pid, self.population, self._recent[pid]):
                 continue
-            snap = self.population.snapshot(pid, steps)
-            for table in self.ratings.values():
-                table.add_player(snap.player_id, self._league_step, table.rating(pid))
-            self._last_snapshot[pid] = steps
-            self._recent[pid] = PayoffTable()
-            actions.append(SnapshotAction(pid, snap.player_id, steps))
+            actions.append(SnapshotAction(pid, self.population.next_snapshot_id(pid), steps))
             p = role.reset_probability
             if p >= 1.0 or (p > 0.0 and self._rng.random() < p):
                 actions.append(ResetAction(pid, player.parent_id, steps))
         return actions
+
+    def apply(self, actions: Sequence[SnapshotAction | ResetAction]) -> None:
+        """Add the snapshots of :meth:`due` actions to the league (resets need no league change)."""
+        for action in actions:
+            if not isinstance(action, SnapshotAction):
+                continue
+            snap = self.population.snapshot(action.player_id, action.step)
+            if snap.player_id != action.snapshot_id:
+                raise RuntimeError(f"snapshot {action.snapshot_id!r} was applied out of order (got {snap.player_id!r})")
+            for table in self.ratings.values():
+                table.add_player(snap.player_id, self._league_step, table.rating(action.player_id))
+            self._last_snapshot[action.player_id] = action.step
+            self._recent[action.player_id] = PayoffTable()
+
+    def set_expected_returns(self, values: Iterable[tuple[str, str, float]]) -> None:
+        """Exact expected returns ``(a, b, return of a against b)`` from an exact evaluator."""
+        for a, b, value in values:
+            self.payoff.set_expected_return(a, b, float(value))
 
     # Views ------------------------------------------------------------------------
     def leaderboard(self, system: str = "trueskill") -> list[tuple[str, float]]:
@@ -301,6 +357,15 @@ class LeagueCoordinator:
             raise ValueError(f"system must be one of {_RATING_KINDS}, got {system!r}")
         table = self.ratings[system]
         return [(pid, table.system.conservative(r)) for pid, r in table.leaderboard()]
+
+    def view(self) -> dict[str, Any]:
+        """What a driver logs each iteration: ratings (conservative), payoff, players, league step."""
+        return {
+            "ratings": {kind: dict(self.leaderboard(kind)) for kind in _RATING_KINDS},
+            "payoff": self.payoff.to_dict(),
+            "population": self.population.to_dict(),
+            "league_step": self._league_step,
+        }
 
     # State ------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:

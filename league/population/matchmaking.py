@@ -10,7 +10,7 @@ candidates are (e.g. all frozen players, or the player itself plus its snapshots
 * :class:`PFSPMatchmaker`: prioritised fictitious self-play (AlphaStar): candidates
   weighted by ``f(x)`` of the player's win rate ``x`` against them.
 * :class:`NashMatchmaker`: PSRO-style; candidates drawn from a Nash equilibrium of the
-  zero-sum game given by their empirical win rates against each other.
+  zero-sum meta-game given by their win rates (or expected returns) against each other.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from league.population.payoff import PayoffTable
 from league.population.players import Population
 
 __all__ = [
+    "META_GAME_UTILITIES",
     "PFSP_WEIGHTINGS",
     "Matchmaker",
     "NashMatchmaker",
@@ -36,6 +37,10 @@ __all__ = [
 
 #: Weightings accepted by :func:`pfsp_weights` and :class:`PFSPMatchmaker`.
 PFSP_WEIGHTINGS: tuple[str, ...] = ("hard", "variance", "linear")
+
+#: Payoffs a :class:`NashMatchmaker` meta-game may use: ``win_rate - 0.5`` or the
+#: expected return (see :meth:`PayoffTable.return_matrix`).
+META_GAME_UTILITIES: tuple[str, ...] = ("win_rate", "return")
 
 
 class Matchmaker(ABC):
@@ -206,26 +211,36 @@ def _maximin(m: np.ndarray) -> tuple[np.ndarray, float]:
 
 
 class NashMatchmaker(Matchmaker):
-    """PSRO-style opponents: a Nash mixture of the candidates' empirical meta-game.
+    """PSRO-style opponents: a Nash mixture of the candidates' meta-game.
 
-    The meta-game has payoff ``win_rate(c_i, c_j) - 0.5`` (zero-sum, antisymmetric);
-    opponents are drawn from its equilibrium mixture, so the player trains against the
-    strongest combination of the current population. Untrusted pairs (fewer than
-    ``min_games``) count as even. The choosing player enters the meta-game only if it
-    is one of the candidates. ``mix_uniform`` in ``[0, 1]`` blends in a uniform
-    share so no candidate is starved entirely.
+    With ``utility="win_rate"`` the meta-game has payoff ``win_rate(c_i, c_j) - 0.5``;
+    with ``utility="return"`` it is the expected return ``expected_return(c_i, c_j)``
+    (chips in poker, where how much is won matters, not just how often). Both are
+    zero-sum and antisymmetric. Opponents are drawn from the equilibrium mixture, so
+    the player trains against the strongest combination of the current population.
+    Untrusted pairs (fewer than ``min_games``) count as even. The choosing player
+    enters the meta-game only if it is one of the candidates. ``mix_uniform`` in
+    ``[0, 1]`` blends in a uniform share so no candidate is starved entirely.
     """
 
-    def __init__(self, mix_uniform: float = 0.0) -> None:
+    def __init__(self, mix_uniform: float = 0.0, utility: str = "win_rate") -> None:
         if not 0.0 <= mix_uniform <= 1.0:
             raise ValueError(f"mix_uniform must be in [0, 1], got {mix_uniform}")
+        if utility not in META_GAME_UTILITIES:
+            raise ValueError(f"unknown meta-game utility {utility!r}; expected one of {META_GAME_UTILITIES}")
         self.mix_uniform = float(mix_uniform)
+        self.utility = utility
+
+    def meta_game(self, candidates: Sequence[str], payoff: PayoffTable) -> np.ndarray:
+        """The antisymmetric ``float64[n, n]`` meta-game payoff matrix of ``candidates``."""
+        ids = _check_candidates(candidates)
+        if self.utility == "return":
+            return payoff.return_matrix(ids)
+        return payoff.win_rate_matrix(ids) - 0.5
 
     def equilibrium(self, candidates: Sequence[str], payoff: PayoffTable) -> np.ndarray:
         """The Nash mixture over ``candidates`` (before uniform mixing)."""
-        ids = _check_candidates(candidates)
-        meta_game = payoff.win_rate_matrix(ids) - 0.5
-        strategy, _, _ = solve_zero_sum(meta_game)
+        strategy, _, _ = solve_zero_sum(self.meta_game(candidates, payoff))
         return strategy
 
     def probabilities(

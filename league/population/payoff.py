@@ -9,6 +9,14 @@ change. Counts are therefore floats.
 Win rates count a draw as half a win. A win rate backed by fewer than ``min_games``
 (decayed) games is not trusted and reads as :data:`PRIOR_WIN_RATE` (0.5: no evidence
 either way), which is what matchmakers and the Nash solver then see.
+
+The table also tracks expected *returns* (e.g. chips in poker), which PSRO-style
+meta-games need instead of win rates: :meth:`PayoffTable.update` takes the first
+player's episode return, whose decayed sum and decayed count are kept per pair
+(decayed together with the outcome counts). Games are assumed zero-sum, so the
+second player's return is the negation. An exact expected return (from an exact
+evaluator) set with :meth:`PayoffTable.set_expected_return` overrides the empirical
+mean; a pair with neither reads as :data:`PRIOR_RETURN` (0: even).
 """
 
 from __future__ import annotations
@@ -16,9 +24,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
+import math
+import numbers
+
 import numpy as np
 
-__all__ = ["OUTCOMES", "Outcome", "PRIOR_WIN_RATE", "PayoffTable", "outcome_from_returns"]
+__all__ = ["OUTCOMES", "Outcome", "PRIOR_RETURN", "PRIOR_WIN_RATE", "PayoffTable", "outcome_from_returns"]
 
 Outcome = Literal["win", "draw", "loss"]
 
@@ -28,6 +39,10 @@ OUTCOMES: tuple[str, ...] = ("win", "draw", "loss")
 #: Win rate reported for a pair with fewer than ``min_games`` games (and for a player
 #: against itself).
 PRIOR_WIN_RATE = 0.5
+
+#: Expected return reported for a pair without an exact value or ``min_games``
+#: returned games (and for a player against itself).
+PRIOR_RETURN = 0.0
 
 _MIRROR = {"win": "loss", "draw": "draw", "loss": "win"}
 _INDEX = {"win": 0, "draw": 1, "loss": 2}
@@ -43,7 +58,7 @@ def outcome_from_returns(return_a: float, return_b: float) -> Outcome:
 
 
 class PayoffTable:
-    """Decayed win/draw/loss counts per pair of players.
+    """Decayed win/draw/loss counts and episode returns per pair of players.
 
     Args:
         decay: factor in ``(0, 1]`` applied to a pair's counts before each new game
@@ -61,11 +76,21 @@ class PayoffTable:
         self.min_games = float(min_games)
         # Key (x, y) with x < y; value [wins, draws, losses] from x's point of view.
         self._counts: dict[tuple[str, str], np.ndarray] = {}
+        # Same keys; value [decayed sum of x's returns, decayed count of returned games].
+        self._returns: dict[tuple[str, str], np.ndarray] = {}
+        # Same keys; exact expected return of x against y.
+        self._exact: dict[tuple[str, str], float] = {}
 
-    def update(self, a: str, b: str, outcome: Outcome) -> None:
-        """Record one game of ``a`` against ``b``; ``outcome`` is from ``a``'s view."""
+    def update(self, a: str, b: str, outcome: Outcome, return_a: float | None = None) -> None:
+        """Record one game of ``a`` against ``b``; ``outcome`` is from ``a``'s view.
+
+        ``return_a`` (optional) is ``a``'s episode return; ``b``'s is taken to be
+        ``-return_a``. Every game decays the pair's counts and return sums alike.
+        """
         if outcome not in _INDEX:
             raise ValueError(f"outcome must be one of {OUTCOMES}, got {outcome!r}")
+        if return_a is not None:
+            return_a = _finite("return_a", return_a)
         key, flipped = self._key(a, b)
         counts = self._counts.get(key)
         if counts is None:
@@ -73,6 +98,47 @@ class PayoffTable:
         else:
             counts *= self.decay
         counts[_INDEX[_MIRROR[outcome] if flipped else outcome]] += 1.0
+        returns = self._returns.get(key)
+        if returns is not None:
+            returns *= self.decay
+        if return_a is not None:
+            if returns is None:
+                returns = self._returns[key] = np.zeros(2)
+            returns += (-return_a if flipped else return_a, 1.0)
+
+    def set_expected_return(self, a: str, b: str, value: float) -> None:
+        """Set ``a``'s exact expected return against ``b`` (``b``'s is ``-value``).
+
+        It overrides the empirical mean of recorded returns for this pair.
+        """
+        value = _finite("value", value)
+        key, flipped = self._key(a, b)
+        self._exact[key] = -value if flipped else value
+
+    def returned_games(self, a: str, b: str) -> float:
+        """Decayed number of games between ``a`` and ``b`` recorded with a return."""
+        key, _ = self._key(a, b)
+        returns = self._returns.get(key)
+        return 0.0 if returns is None else float(returns[1])
+
+    def expected_return(self, a: str, b: str) -> float:
+        """``a``'s expected return against ``b``.
+
+        The exact value if one was set; else the decayed mean of recorded returns when
+        the pair has at least ``min_games`` (decayed) returned games; else
+        :data:`PRIOR_RETURN` (0.0), which is also the value of a player against itself.
+        """
+        if a == b:
+            return PRIOR_RETURN
+        key, flipped = self._key(a, b)
+        if key in self._exact:
+            value = self._exact[key]
+        else:
+            returns = self._returns.get(key)
+            if returns is None or returns[1] == 0.0 or returns[1] < self.min_games:
+                return PRIOR_RETURN
+            value = float(returns[0] / returns[1])
+        return -value if flipped else value
 
     def counts(self, a: str, b: str) -> tuple[float, float, float]:
         """Decayed ``(wins, draws, losses)`` of ``a`` against ``b`` (zeros if unplayed)."""
@@ -117,18 +183,42 @@ class PayoffTable:
                 matrix[j, i] = 1.0 - matrix[i, j]
         return matrix
 
+    def return_matrix(self, players: Sequence[str]) -> np.ndarray:
+        """``float64[n, n]`` with entry ``[i, j] = expected_return(players[i], players[j])``.
+
+        The matrix is antisymmetric (``M == -M.T``) with a zero diagonal.
+        """
+        ids = list(players)
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"players contains duplicates: {ids}")
+        n = len(ids)
+        matrix = np.zeros((n, n))
+        for i in range(n):
+            for j in range(i + 1, n):
+                matrix[i, j] = self.expected_return(ids[i], ids[j])
+                matrix[j, i] = -matrix[i, j]
+        return matrix
+
     def players(self) -> list[str]:
         """Every player that appears in at least one recorded game, sorted."""
         return sorted({p for pair in self._counts for p in pair})
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-able dict of the settings and every pair's counts."""
+        """JSON-able dict of the settings, every pair's counts and returns, and the
+        exact expected returns."""
         return {
             "decay": self.decay,
             "min_games": self.min_games,
             "pairs": [
                 {"a": a, "b": b, "wins": float(c[0]), "draws": float(c[1]), "losses": float(c[2])}
                 for (a, b), c in sorted(self._counts.items())
+            ],
+            "returns": [
+                {"a": a, "b": b, "return_sum": float(r[0]), "games": float(r[1])}
+                for (a, b), r in sorted(self._returns.items())
+            ],
+            "expected_returns": [
+                {"a": a, "b": b, "value": value} for (a, b), value in sorted(self._exact.items())
             ],
         }
 
@@ -144,6 +234,16 @@ class PayoffTable:
             if min(values) < 0:
                 raise ValueError(f"negative counts for pair {key}: {values}")
             table._counts[key] = np.array(values[::-1] if flipped else values)
+        # Tables saved before returns were tracked have neither list.
+        for pair in data.get("returns", []):
+            key, flipped = table._key(pair["a"], pair["b"])
+            total = _finite("return_sum", pair["return_sum"])
+            games = _finite("games", pair["games"])
+            if games < 0:
+                raise ValueError(f"negative returned-game count for pair {key}: {games}")
+            table._returns[key] = np.array([-total if flipped else total, games])
+        for pair in data.get("expected_returns", []):
+            table.set_expected_return(pair["a"], pair["b"], pair["value"])
         return table
 
     @staticmethod
@@ -154,3 +254,13 @@ class PayoffTable:
         if a == b:
             raise ValueError(f"a player has no payoff against itself ({a!r})")
         return ((a, b), False) if a < b else ((b, a), True)
+
+
+def _finite(name: str, value: float) -> float:
+    """``value`` as a float; non-numbers raise ``TypeError``, NaN or inf ``ValueError``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}")
+    return value

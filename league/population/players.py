@@ -145,8 +145,7 @@ class Population:
                 f"snapshot step {step} of {player_id!r} is before its latest snapshot "
                 f"({latest.player_id!r} at step {latest.created_step})"
             )
-        version = self._next_version.get(player_id, 0)
-        snapshot_id = f"{player_id}{_SNAPSHOT_SEPARATOR}{version}"
+        snapshot_id = self.next_snapshot_id(player_id)
         snap = Player(
             player_id=snapshot_id,
             policy_id=snapshot_id,
@@ -157,6 +156,10 @@ class Population:
             frozen=True,
         )
         return self.add(snap)
+
+    def next_snapshot_id(self, player_id: str) -> str:
+        """The id the next :meth:`snapshot` of ``player_id`` will get."""
+        return f"{player_id}{_SNAPSHOT_SEPARATOR}{self._next_version.get(player_id, 0)}"
 
     def get(self, player_id: str) -> Player:
         """The player with this id; ``KeyError`` naming it if absent."""

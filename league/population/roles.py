@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from league.population.matchmaking import (
+    META_GAME_UTILITIES,
     PFSP_WEIGHTINGS,
     Matchmaker,
     NashMatchmaker,
@@ -121,6 +122,8 @@ class OpponentPool:
             (AlphaStar's "forgotten" opponents); None keeps all.
         min_win_rate: keep only candidates the player beats at least this often; None
             keeps all. Untrusted pairs read as win rate 0.5 (see ``PayoffTable``).
+        utility: meta-game payoff of the ``"nash"`` matchmaker, ``"win_rate"`` or
+            ``"return"`` (see ``NashMatchmaker``); other matchmakers ignore it.
     """
 
     pool: str
@@ -129,6 +132,7 @@ class OpponentPool:
     p: float = 2.0
     max_win_rate: float | None = None
     min_win_rate: float | None = None
+    utility: str = "win_rate"
 
     def __post_init__(self) -> None:
         _check_pool_name(self.pool)
@@ -140,6 +144,8 @@ class OpponentPool:
             raise ValueError(f"PFSP exponent p must be > 0, got {self.p}")
         _check_fraction("max_win_rate", self.max_win_rate)
         _check_fraction("min_win_rate", self.min_win_rate)
+        if self.utility not in META_GAME_UTILITIES:
+            raise ValueError(f"utility must be one of {META_GAME_UTILITIES}, got {self.utility!r}")
 
     def candidates(self, player_id: str, population: Population, payoff: PayoffTable) -> list[str]:
         """Pool members that pass the win-rate filters."""
@@ -158,7 +164,7 @@ class OpponentPool:
         if self.matchmaker == "pfsp":
             return PFSPMatchmaker(self.weighting, self.p)
         if self.matchmaker == "nash":
-            return NashMatchmaker()
+            return NashMatchmaker(utility=self.utility)
         return UniformFSPMatchmaker()
 
 

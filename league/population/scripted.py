@@ -19,12 +19,13 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
-from league.policy import Policy
+from league.policy import Policy, PolicyFactory, RandomPolicyFactory
 
-__all__ = ["ConnectFourNegamaxPolicy", "TicTacToeMinimaxPolicy"]
+__all__ = ["ConnectFourNegamaxPolicy", "ScriptedFactory", "TicTacToeMinimaxPolicy", "scripted_factory"]
 
 
 class _BoardSearchPolicy(Policy):
@@ -242,3 +243,29 @@ class ConnectFourNegamaxPolicy(_BoardSearchPolicy):
             scores[col] = int(score)
             best = max(best, score)
         return scores
+
+
+class ScriptedFactory(PolicyFactory):
+    """Builds scripted players of one class for a sampler (they never learn)."""
+
+    def __init__(self, cls: type, **kwargs: Any) -> None:
+        self.cls, self.kwargs = cls, kwargs
+
+    def make_policy(self, seed: int | None = None, learns: bool = False) -> Policy:
+        """A new scripted player."""
+        return self.cls(seed=seed, **self.kwargs)
+
+
+def scripted_factory(name: str, spec: Any, depth: int = 2) -> PolicyFactory:
+    """The factory of scripted player ``name`` (``random``, ``negamax`` of search ``depth``,
+    ``minimax``) for agents of ``spec``; ValueError when it cannot play that game."""
+    if name == "random":
+        return RandomPolicyFactory()
+    known = {"negamax": (ConnectFourNegamaxPolicy, {"depth": depth}), "minimax": (TicTacToeMinimaxPolicy, {})}
+    if name not in known:
+        raise ValueError(f"unknown scripted player {name!r}; known: ['random', 'negamax', 'minimax']")
+    cls, kwargs = known[name]
+    if (tuple(spec.obs_shape), spec.num_actions) != (cls.obs_shape, cls.num_actions):
+        game = "connect four" if name == "negamax" else "tic-tac-toe"
+        raise ValueError(f"scripted player '{name}' plays {game} only; this env's agents see obs {tuple(spec.obs_shape)}")
+    return ScriptedFactory(cls, **kwargs)

@@ -1,0 +1,105 @@
+"""What the trainer asks of a league while a run goes on.
+
+A :class:`TrainingLeague` sits between the trainer and the population logic of
+:mod:`league.population`: it tells samplers which non-learning policies to load and
+which matchup source to use, takes finished episodes, and after each iteration applies
+its decisions (new snapshots loaded on every sampler, learning players reset) to the
+samplers and the learner. Its state goes into checkpoints as JSON plus the weights of
+its frozen policies.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from league.flow.actors import resolve, share, submit
+from league.population.payoff import PayoffTable
+from league.sampling.matchups import Matchup, MatchupSource
+
+__all__ = ["TrainingLeague", "Weights", "load_frozen_policies"]
+
+Weights = dict[str, np.ndarray]
+
+
+def load_frozen_policies(samplers: Sequence[Any], policies: Mapping[str, tuple[Any, Weights | None]]) -> None:
+    """Add frozen policies ``{policy_id: (factory, weights)}`` to every sampler and wait."""
+    if not policies:
+        return
+    calls, targets = [], []
+    for pid, (factory, weights) in policies.items():
+        shared = share(weights, samplers) if weights is not None else None
+        for sampler in samplers:
+            calls.append(submit(sampler, "add_policy", pid, factory, shared, learns=False))
+            targets.append(sampler)
+    resolve(calls, targets)
+
+
+class TrainingLeague(ABC):
+    """The league as the trainer drives it (see the module docstring)."""
+
+    #: Policy ids of the learning players, in order.
+    learning: list[str]
+
+    @property
+    @abstractmethod
+    def payoff(self) -> PayoffTable:
+        """Head-to-head results of the league's players."""
+
+    @abstractmethod
+    def frozen_policies(self) -> dict[str, tuple[Any, Weights | None]]:
+        """Every non-learning policy samplers need: ``{policy_id: (factory, weights or None)}``."""
+
+    @abstractmethod
+    def matchups(self) -> MatchupSource:
+        """The matchup source samplers should use now."""
+
+    @abstractmethod
+    def record(self, episodes: list[dict[str, Any]]) -> None:
+        """Feed finished training (or league-scheduled evaluation) episodes to the league."""
+
+    @abstractmethod
+    def update(self, iteration: int, counters: Mapping[str, int], learner: Any, samplers: Sequence[Any]) -> None:
+        """After an iteration: take snapshots / reset players as due, on samplers and learner."""
+
+    def bind(self, samplers: Sequence[Any], learner: Any) -> None:
+        """The run's samplers and learner, once they exist (before the first iteration)."""
+        self.samplers = list(samplers)
+
+    def evaluation_matchups(self) -> list[Matchup]:
+        """Matchups of league-scheduled evaluation games (none by default)."""
+        return []
+
+    def metrics(self, iteration: int, learner: Any) -> dict[str, Any]:
+        """Fields this league adds to an iteration's metrics row."""
+        return {}
+
+    def restore_on(self, sampler: Any) -> list[Any]:
+        """Re-send frozen policies and the matchup source to a restarted sampler (pending calls)."""
+        calls = []
+        for pid, (factory, weights) in self.frozen_policies().items():
+            calls.append(submit(sampler, "add_policy", pid, factory, weights, learns=False))
+        calls.append(submit(sampler, "set_matchups", self.matchups()))
+        return calls
+
+    @abstractmethod
+    def state(self) -> dict[str, Any]:
+        """JSON-able league state for a checkpoint (weights are saved by the trainer)."""
+
+    @abstractmethod
+    def load_state(self, state: Mapping[str, Any], policies: Mapping[str, Weights]) -> None:
+        """Restore :meth:`state` output; ``policies`` holds the checkpoint's weights."""
+
+    def frozen_weights(self) -> dict[str, Weights]:
+        """Weights of the frozen learned policies (snapshots), to save with a checkpoint."""
+        return {pid: w for pid, (_, w) in self.frozen_policies().items() if w is not None}
+
+    def summary(self) -> dict[str, Any]:
+        """What the run's ``summary.json`` says about the league."""
+        return {"snapshots": [pid for pid, (_, w) in self.frozen_policies().items() if w is not None]}
+
+    def close(self) -> None:
+        """Release actors the league owns (none by default)."""

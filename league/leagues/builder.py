@@ -1,0 +1,80 @@
+"""The league a run configuration asks for (``league.recipe`` and its settings)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from league.envs.registry import openspiel_game_of
+from league.leagues.base import TrainingLeague
+from league.policy import RandomPolicyFactory
+from league.population.payoff import PayoffTable
+from league.population.recipes import build_league
+from league.population.scripted import scripted_factory
+from league.population.selfplay import SelfPlayPool
+
+__all__ = ["learning_policy_ids", "make_league"]
+
+SELFPLAY_MAIN = "main"
+
+
+def learning_policy_ids(cfg: Any) -> list[str]:
+    """Ids of the learning policies of a run: ``policies`` keys, the recipe's learning players, or ``main``."""
+    if cfg.policies:
+        return list(cfg.policies)
+    if cfg.league.recipe == "selfplay":
+        return [SELFPLAY_MAIN]
+    return build_league(cfg.league).learning
+
+
+def make_league(
+    cfg: Any, algorithms: Mapping[str, Any], spec: Any, agents: Sequence[str], remote: bool
+) -> TrainingLeague | None:
+    """The run's :class:`TrainingLeague`, or None for several ``policies`` playing each other."""
+    league = cfg.league
+    if league.recipe == "selfplay":
+        if len(algorithms) != 1:
+            return None
+        main = next(iter(algorithms))
+        pool = SelfPlayPool(
+            main,
+            self_play_prob=league.self_play_prob,
+            max_snapshots=league.max_snapshots,
+            opponent_sampling=league.opponent_sampling,
+            payoff=PayoffTable(decay=league.payoff_decay, min_games=league.payoff_min_games),
+            fixed_opponents=league.fixed_opponents,
+        )
+        from league.leagues.selfplay import SelfPlayLeague
+
+        fixed = {pid: scripted_factory(pid, spec, league.negamax_depth) for pid in league.fixed_opponents}
+        return SelfPlayLeague(pool, algorithms[main], fixed, league.snapshot_interval)
+
+    game = openspiel_game_of(cfg.env.name)
+    if league.meta_game == "exact" and game is None:
+        raise ValueError(f"league.meta_game 'exact' needs an OpenSpiel env, not '{cfg.env.name}'")
+    if league.exploitability_interval and game is None:
+        raise ValueError(f"league.exploitability_interval needs an OpenSpiel env (kuhn_poker, leduc_poker...), not '{cfg.env.name}'")
+    exact = None
+    if game is not None and league.meta_game != "empirical":
+        from league.leagues.exact import ExactMetaGame
+
+        exact = ExactMetaGame(game)
+    # Poker is scored in chips: its meta-game is expected return, not win rate.
+    recipe = build_league(league, utility="return" if game is not None else "win_rate")
+    from league.leagues.coordinated import CoordinatedLeague
+
+    scripted = {pid: scripted_factory(pid, spec, league.negamax_depth) for pid in recipe.scripted}
+    return CoordinatedLeague(
+        recipe,
+        agents,
+        algorithms,
+        scripted,
+        payoff=PayoffTable(decay=league.payoff_decay, min_games=league.payoff_min_games),
+        remote=remote,
+        matchup_batch=league.matchup_batch,
+        eval_pairs=league.eval_pairs,
+        eval_episodes_per_pair=league.eval_episodes_per_pair,
+        exact=exact,
+        exploitability_interval=league.exploitability_interval,
+        seed=cfg.seed,
+    )

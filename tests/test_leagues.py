@@ -1,0 +1,180 @@
+"""Coordinated league recipes driven by the trainer: config, snapshots, resets, exploitability,
+resume, and a coordinator actor that dies mid-run."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from league.config import parse_run_config
+from league.leagues import CoordinatedLeague, steps_counter
+from league.population.payoff import PayoffTable
+from league.population.recipes import build_league
+from league.trainer import Trainer
+
+SMALL_PPO = {"name": "ppo", "params": {"train_batch_size": 256, "minibatch_size": 128, "num_epochs": 1}}
+
+
+def _config(recipe: str, env: str = "tictactoe", remote: bool = False, **league):
+    values = {
+        "env": {"name": env},
+        "algo": SMALL_PPO,
+        "league": {"recipe": recipe, "snapshot_steps": 300, **league},
+        "sampler": {"remote": remote, "num_samplers": 2, "num_envs": 4, "fragment_length": 16, "num_cpus": 0, "mode": "bulk_sync"},
+        "eval": {"interval": 2, "episodes": 8},
+        "stop": {"iterations": 4, "time_s": 0, "env_steps": 0},
+        "logging": {"tensorboard": False},
+        "verbose": False,
+    }
+    return parse_run_config(values)
+
+
+@pytest.mark.parametrize(
+    ("league", "message"),
+    [
+        ({"recipe": "nope"}, "unknown league.recipe 'nope'"),
+        ({"recipe": "pfsp", "roles": {"main": {"pfsp_share": 0.5}}}, "league.roles.main.pfsp_share"),
+        ({"recipe": "pfsp", "roles": {"main_exploiter": {}}}, "role(s) ['main_exploiter']"),
+        ({"recipe": "pfsp", "scripted": ["stockfish"]}, "league.scripted has unknown player(s) ['stockfish']"),
+        ({"recipe": "pfsp", "fixed_opponents": {"random": 0.2}}, "league.fixed_opponents is for recipe 'selfplay'"),
+        ({"recipe": "fsp", "num_main_exploiters": 1}, "need recipe 'alphastar'"),
+        ({"recipe": "psro", "meta_game": "guess"}, "league.meta_game"),
+        ({"recipe": "alphastar", "roles": {"main": {"self_play": -1.0}}}, "league.roles.main"),
+    ],
+)
+def test_bad_league_settings_are_named(league, message):
+    with pytest.raises(ValueError, match=None) as info:
+        parse_run_config({"league": league})
+    assert message in str(info.value)
+
+
+def test_alphastar_recipe_builds_every_role_and_player():
+    cfg = _config("alphastar", num_main_agents=2, num_main_exploiters=1, num_league_exploiters=2, scripted=["random"])
+    recipe = build_league(cfg.league)
+    assert set(recipe.roles) == {"main", "main_exploiter", "league_exploiter"}
+    assert recipe.learning == ["main", "main_1", "main_exploiter", "league_exploiter", "league_exploiter_1"]
+    assert recipe.scripted == ["random"]
+    assert recipe.roles["main_exploiter"].reset_probability == 1.0
+
+
+def test_exploitability_needs_an_openspiel_env(tmp_path):
+    trainer = Trainer(_config("psro", exploitability_interval=1), tmp_path)
+    with pytest.raises(ValueError, match="exploitability_interval needs an OpenSpiel env"):
+        trainer.setup()
+
+
+def test_pfsp_league_snapshots_and_feeds_the_coordinator(tmp_path):
+    trainer = Trainer(_config("pfsp", scripted=["random"], eval_pairs=2), tmp_path)
+    summary = trainer.train()
+    trainer.close()
+    league = trainer.league
+    assert isinstance(league, CoordinatedLeague)
+    counters = trainer.plan.metrics.counters
+    steps = counters[steps_counter("main")]
+    assert steps > 0
+    # One snapshot per 300 sampled agent steps at most (taken after whole iterations).
+    assert 1 <= len(summary["snapshots"]) <= steps // 300
+    for sampler in trainer.samplers:
+        assert set(summary["snapshots"]) | {"random", "main"} <= set(sampler.policy_ids())
+        for sid in summary["snapshots"]:  # samplers hold exactly the saved snapshot weights
+            for k, v in sampler.get_weights([sid])[sid].items():
+                np.testing.assert_array_equal(v, league.frozen_weights()[sid][k])
+    payoff = PayoffTable.from_dict(summary["payoff"])
+    assert payoff.games("main", "random") > 0  # training and evaluation games were reported
+    population = summary["league"]["population"]["players"]
+    assert {p["player_id"] for p in population} >= {"main", "random", *summary["snapshots"]}
+    row = trainer.history[-1]
+    assert set(row["ratings"]["elo"]) >= {"main", "random"} and row["league_players"] == len(population)
+
+
+def test_main_exploiter_is_reset_to_its_initial_weights_after_its_snapshot(tmp_path):
+    cfg = _config("alphastar", num_main_exploiters=1, num_league_exploiters=0)
+    trainer = Trainer(cfg, tmp_path)
+    trainer.setup()
+    initial = trainer.learner.get_weights(["main_exploiter"])["main_exploiter"]
+    for _ in range(30):
+        trainer.step(0.0)
+        if "main_exploiter@v0" in trainer.league.frozen_weights():
+            break
+    snaps = {sid for sid in trainer.league.frozen_weights() if sid.startswith("main_exploiter@")}
+    assert snaps == {"main_exploiter@v0"}
+    after = trainer.learner.get_weights(["main_exploiter"])["main_exploiter"]
+    snapshot = trainer.league.frozen_weights()["main_exploiter@v0"]
+    for k in initial:
+        np.testing.assert_array_equal(after[k], initial[k])  # reset...
+        np.testing.assert_array_equal(trainer.samplers[0].get_weights(["main_exploiter"])["main_exploiter"][k], initial[k])
+    # ...after a snapshot of its trained weights (which moved away from the initial ones).
+    assert any(not np.array_equal(snapshot[k], initial[k]) for k in initial)
+    trainer.close()
+
+
+def test_psro_on_kuhn_logs_exact_exploitability(tmp_path):
+    cfg = _config("psro", env="kuhn_poker", exploitability_interval=1)
+    trainer = Trainer(cfg, tmp_path)
+    trainer.train()
+    trainer.close()
+    rows = [r for r in trainer.history if "exploitability" in r]
+    assert len(rows) == 4
+    last = rows[-1]["exploitability"]
+    assert 0.0 <= last["main"] <= 2.0
+    if trainer.league.frozen_weights():
+        assert 0.0 <= last["meta_strategy"] <= 2.0
+    # The exact meta-game: each pair of frozen players has an exact expected return.
+    snaps = list(trainer.league.frozen_weights())
+    payoff = trainer.league.payoff
+    for a in snaps:
+        for b in snaps:
+            if a != b:
+                assert payoff.expected_return(a, b) == pytest.approx(-payoff.expected_return(b, a))
+
+
+def test_coordinated_run_resumes_with_its_league(tmp_path):
+    first = Trainer(_config("pfsp", scripted=["random"]), tmp_path / "a")
+    first.train()
+    first.close()
+    saved = first.league.state()["coordinator"]
+    cfg = _config("pfsp", scripted=["random"])
+    cfg.resume = str(tmp_path / "a")
+    cfg.stop.iterations = 5
+    resumed = Trainer(cfg, tmp_path / "b")
+    resumed.setup()
+    try:
+        restored = resumed.league.state()["coordinator"]
+        assert restored["population"] == saved["population"] and restored["payoff"] == saved["payoff"]
+        assert set(resumed.league.frozen_weights()) == set(first.league.frozen_weights())
+        assert set(first.league.frozen_weights()) <= set(resumed.samplers[0].policy_ids())
+    finally:
+        resumed.close()
+
+
+@pytest.mark.ray
+def test_coordinator_actor_death_loses_and_doubles_no_game(ray_session):
+    cfg = _config("pfsp", scripted=["random"], remote=True)
+    recipe = build_league(cfg.league)
+    from league.algos import make_algorithm
+    from league.envs import make_env
+
+    env = make_env("tictactoe")
+    spec = env.spec(env.possible_agents[0])
+    algos = {"main": make_algorithm("ppo", spec, SMALL_PPO["params"])}
+    from league.policy import RandomPolicyFactory
+
+    league = CoordinatedLeague(recipe, env.possible_agents, algos, {"random": RandomPolicyFactory()}, PayoffTable(), remote=True)
+
+    def episodes(start, n):
+        return [
+            {"episode_id": start + i, "policies": {"player_1": "main", "player_2": "random"}, "outcome": {"player_1": "win", "player_2": "loss"}, "returns": {"player_1": 1.0, "player_2": -1.0}}
+            for i in range(n)
+        ]
+
+    league.record(episodes(0, 5))
+    league._save()  # a periodic save
+    league.record(episodes(5, 3))
+    ray_session.kill(league.coordinator)
+    league.record(episodes(8, 4))  # finds the actor dead: restores, replays 5..7, then reports 8..11
+    league.record(episodes(8, 4))  # a retried report counts once
+    assert league.coordinator_restarts == 1
+    view = ray_session.get(league.coordinator.view.remote())
+    assert PayoffTable.from_dict(view["payoff"]).games("main", "random") == 12
+    assert len(league.matchups().next_matchup(env.possible_agents, 0, np.random.default_rng(0)).policies) == 2
+    league.close()
