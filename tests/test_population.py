@@ -377,10 +377,10 @@ def test_rating_table_history_and_round_trip() -> None:
     table.record("a", "c", "draw", step=20)
     table.add_player("a@v0", step=20, rating=table.rating("a"))
     assert table.rating("a").mu == pytest.approx(1016.0 + 32 * (0.5 - elo_expected_score(1016, 1000)))
-    assert [row[:2] for row in table.history] == [
-        (10, "a"), (10, "b"), (10, "a"), (10, "b"), (20, "c"), (20, "a"), (20, "c"), (20, "a@v0"),
-    ]
-    assert [step for step, _ in table.history_of("a")] == [10, 10, 20]
+    # One row per player and step: the latest rating of that step.
+    assert [row[:2] for row in table.history] == [(10, "a"), (10, "b"), (20, "c"), (20, "a"), (20, "a@v0")]
+    assert [step for step, _ in table.history_of("a")] == [10, 20]
+    assert table.history_of("a")[-1][1] == table.rating("a")
     assert table.leaderboard()[-1][0] == "b"
     with pytest.raises(ValueError, match="already"):
         table.add_player("a")

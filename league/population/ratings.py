@@ -201,7 +201,9 @@ class RatingTable:
     """Current ratings of all players under one system, with their full history.
 
     ``history`` holds a ``(step, player_id, rating)`` row each time a player is added
-    or its rating changes, in the order it happened.
+    or its rating changes, in the order it happened; several changes of one player at
+    the same step keep only the latest row, so the history grows with steps and
+    players, not with games (a league rates thousands of games per step).
     """
 
     def __init__(self, system: RatingSystem) -> None:
@@ -210,6 +212,7 @@ class RatingTable:
         self.system = system
         self._ratings: dict[str, Rating] = {}
         self._history: list[tuple[int, str, Rating]] = []
+        self._last_row: dict[str, int] = {}  # player -> index of its latest history row
 
     def add_player(self, player_id: str, step: int = 0, rating: Rating | None = None) -> Rating:
         """Register a player (initial rating unless ``rating`` is given, e.g. a parent's)."""
@@ -266,10 +269,16 @@ class RatingTable:
         table = cls(rating_system_from_dict(data["system"]))
         table._ratings = {pid: Rating.from_dict(r) for pid, r in data.get("ratings", {}).items()}
         table._history = [(int(s), str(pid), Rating.from_dict(r)) for s, pid, r in data.get("history", [])]
+        table._last_row = {pid: i for i, (_, pid, _) in enumerate(table._history)}
         return table
 
     def _set(self, player_id: str, rating: Rating, step: int) -> None:
         if isinstance(step, bool) or not isinstance(step, numbers.Integral) or step < 0:
             raise ValueError(f"step must be a non-negative int, got {step!r}")
         self._ratings[player_id] = rating
+        last = self._last_row.get(player_id)
+        if last is not None and self._history[last][0] == step:
+            self._history[last] = (int(step), player_id, rating)
+            return
+        self._last_row[player_id] = len(self._history)
         self._history.append((int(step), player_id, rating))
