@@ -13,7 +13,10 @@ Layout (``"format": "league.checkpoint"``, version 1)::
 
 Writing: all files go into a hidden directory beside the target, which is renamed into
 place once complete, so a crash never leaves a half-written checkpoint and an existing
-one is replaced only by a complete one. Reading: the manifest is checked first (sizes
+one is replaced only by a complete one. Replacing takes two renames (the old one aside,
+the new one in); a crash between them leaves the previous checkpoint under its hidden
+``.<name>.old-<pid>`` name, which :func:`recover_interrupted_writes` (run before every
+write and listing) puts back, also deleting temporary directories of dead writers. Reading: the manifest is checked first (sizes
 and hashes catch truncated and corrupted files), JSON is parsed as JSON and tensors are
 loaded with ``torch.load(weights_only=True)``, which refuses any pickle that would build
 something other than tensors and plain containers. Every problem raises
@@ -46,6 +49,7 @@ __all__ = [
     "prune_checkpoints",
     "check_compatible",
     "periodic_name",
+    "recover_interrupted_writes",
 ]
 
 FORMAT = "league.checkpoint"
@@ -54,6 +58,7 @@ MANIFEST = "manifest.json"
 _PERIODIC = re.compile(r"^iter_(\d+)$")
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_\-]+$")
 _LEARNER_FILE = re.compile(r"^learner_[A-Za-z0-9_\-]+\.pt$")
+_HIDDEN = re.compile(r"^\.(?P<name>.+)\.(?P<kind>tmp|old)-(?P<pid>\d+)$")
 
 Weights = dict[str, dict[str, np.ndarray]]
 
@@ -109,6 +114,7 @@ def write_checkpoint(
         raise ValueError(f"checkpoint name must be a plain directory name, got {name!r}")
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
+    recover_interrupted_writes(directory)
     files: dict[str, bytes] = {
         "config.json": _json_bytes(config),
         "league.json": _json_bytes(league),
@@ -164,6 +170,42 @@ def _replace_dir(new: Path, target: Path) -> None:
         os.replace(old, target)  # put the previous checkpoint back
         raise
     shutil.rmtree(old, ignore_errors=True)
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def recover_interrupted_writes(directory: str | os.PathLike[str]) -> list[Path]:
+    """Undo what a writer that died mid-write left in ``directory``; returns the restored checkpoints.
+
+    A checkpoint moved aside (``.<name>.old-<pid>``) whose target is missing is renamed
+    back; temporary and moved-aside directories of writers no longer running are deleted.
+    """
+    directory = Path(directory)
+    restored = []
+    for child in sorted(directory.iterdir()) if directory.is_dir() else ():
+        match = _HIDDEN.match(child.name)
+        if match is None or _pid_alive(int(match["pid"])):
+            continue
+        target = directory / match["name"]
+        try:
+            if match["kind"] == "old" and not target.exists() and (child / MANIFEST).is_file():
+                os.replace(child, target)
+                restored.append(target)
+            else:
+                shutil.rmtree(child, ignore_errors=True)
+        except OSError:  # a read-only directory: reading still works, only the repair does not
+            continue
+    return restored
 
 
 def _json_bytes(value: Any) -> bytes:
@@ -264,6 +306,7 @@ def _load_tensors(path: Path, fname: str, data: bytes | None = None) -> Any:
 def list_checkpoints(directory: str | os.PathLike[str]) -> list[tuple[int, Path]]:
     """``(iteration, path)`` of the complete checkpoints directly in ``directory``, oldest first."""
     directory = Path(directory)
+    recover_interrupted_writes(directory)
     found = []
     for child in directory.iterdir() if directory.is_dir() else ():
         if child.name.startswith(".") or not (child / MANIFEST).is_file():
@@ -281,6 +324,8 @@ def find_checkpoint(path: str | os.PathLike[str], checkpoint_dir: str = "checkpo
     """``path`` itself if it is a checkpoint, else the latest checkpoint in ``path`` or in
     ``path/checkpoint_dir`` (a run directory)."""
     path = Path(path)
+    if not path.exists() and path.parent.is_dir():
+        recover_interrupted_writes(path.parent)  # a crash may have left it moved aside
     if (path / MANIFEST).is_file():
         return path
     if not path.exists():

@@ -250,3 +250,41 @@ def test_selfplay_pool_state_round_trip():
     with pytest.raises(ValueError, match="pool state is for learning policy 'main', this pool's is 'hero'"):
         SelfPlayPool("hero").load_state(state, weights)
     assert isinstance(restored.payoff, PayoffTable)
+
+
+_CRASHING_WRITER = """
+import os, sys
+sys.path.insert(0, sys.argv[1])
+from test_checkpoint import _write
+from pathlib import Path
+crash_at, calls, real_replace = int(sys.argv[3]), [0], os.replace
+
+def replace(src, dst):
+    calls[0] += 1
+    if calls[0] == crash_at:
+        os._exit(17)  # the process dies here: no cleanup, no finally blocks
+    real_replace(src, dst)
+
+os.replace = replace
+_write(Path(sys.argv[2]), scale=5.0, iteration=9)
+"""
+
+
+@pytest.mark.parametrize("crash_at", [1, 2], ids=["after-write-before-any-rename", "between-the-two-renames"])
+def test_a_writer_killed_between_write_and_rename_leaves_the_previous_checkpoint(tmp_path, crash_at):
+    import subprocess
+    import sys
+
+    _write(tmp_path, scale=1.0, iteration=7)
+    done = subprocess.run(
+        [sys.executable, "-c", _CRASHING_WRITER, str(Path(__file__).parent), str(tmp_path), str(crash_at)], timeout=120
+    )
+    assert done.returncode == 17
+    hidden = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("."))
+    assert hidden, "the crash should have left a hidden directory behind"
+    # Listing (and resuming) repairs the directory: the previous checkpoint, whole, under its name.
+    assert [(it, p.name) for it, p in list_checkpoints(tmp_path)] == [(7, "final")]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["final"]
+    np.testing.assert_array_equal(read_checkpoint(tmp_path / "final").policies["main"]["b"], _weights(1.0)["b"])
+    _write(tmp_path, scale=5.0, iteration=9)
+    assert read_checkpoint(find_checkpoint(tmp_path)).iteration == 9
