@@ -191,3 +191,18 @@ def test_multirun_sweep_reuses_one_ray_instance_and_leaks_no_actors(tmp_path):
         assert summary["iterations"] == 2 and (tmp_path / job / "checkpoints" / "final" / "manifest.json").is_file()
         seeds.append(summary["config"]["seed"])
     assert seeds == [0, 1]
+
+
+def test_multirun_sweeps_league_structure(tmp_path):
+    # In-process samplers and coordinator: the sweep itself is what is tested, not Ray.
+    args = [*TINY, "league=alphastar", "league.snapshot_steps=50", "league.num_league_exploiters=0", "league.scripted=[]"]
+    args += ["sampler.remote=false", "stop.iterations=2", "league.num_main_exploiters=0,1", f"hydra.sweep.dir={tmp_path}"]
+    out = _cli(["-m", *args], timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    players = []
+    for job in ("0", "1"):
+        summary = json.loads((tmp_path / job / "summary.json").read_text())
+        assert summary["iterations"] == 2
+        population = summary["league"]["population"]["players"]
+        players.append(sorted(p["player_id"] for p in population if p["kind"] == "learning"))
+    assert players == [["main"], ["main", "main_exploiter"]]
