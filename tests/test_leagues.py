@@ -178,3 +178,45 @@ def test_coordinator_actor_death_loses_and_doubles_no_game(ray_session):
     assert PayoffTable.from_dict(view["payoff"]).games("main", "random") == 12
     assert len(league.matchups().next_matchup(env.possible_agents, 0, np.random.default_rng(0)).policies) == 2
     league.close()
+
+
+def test_exact_meta_strategy_finds_the_equilibrium_member_of_a_population():
+    # A population of uniform random, two pure strategies and a CFR solution: the meta-Nash
+    # under exact returns must lean on the CFR policy, so its mixture is about as unexploitable.
+    import pyspiel
+    from open_spiel.python.algorithms import cfr
+    from open_spiel.python.policy import TabularPolicy
+
+    from league.leagues import ExactMetaGame
+    from league.population.exploitability import exploitability
+
+    game = pyspiel.load_game("kuhn_poker")
+    solver = cfr.CFRSolver(game)
+    for _ in range(300):
+        solver.evaluate_and_update_policy()
+    nash = solver.average_policy()
+    nash_table = TabularPolicy(game)
+    for row, state in enumerate(nash_table.states):
+        probs = nash.action_probabilities(state)
+        nash_table.action_probability_array[row] = [probs.get(a, 0.0) for a in range(game.num_distinct_actions())]
+    members = {"cfr": nash_table, "uniform": TabularPolicy(game)}
+    for name, action in (("always_pass", 0), ("always_bet", 1)):
+        pure = TabularPolicy(game)
+        pure.action_probability_array[:] = 0.0
+        pure.action_probability_array[:, action] = 1.0
+        members[name] = pure
+    exact = ExactMetaGame("kuhn_poker")
+    for pid, table in members.items():
+        exact.add_table(pid, table)
+    frozen = {pid: (None, None) for pid in members}
+    payoff = PayoffTable()
+    for a in members:
+        for b in members:
+            if a < b:
+                payoff.set_expected_return(a, b, exact.expected_return(a, frozen[a], b, frozen[b]))
+    mixture = exact.meta_strategy(frozen, payoff)
+    assert mixture["cfr"] > 0.5, mixture
+    cfr_value = exploitability(game, nash_table)
+    assert cfr_value < 0.02
+    assert exact.meta_strategy_exploitability(frozen, payoff) <= cfr_value + 0.02
+    assert exploitability(game, members["uniform"]) == pytest.approx(0.4583, abs=1e-3)

@@ -36,6 +36,10 @@ class ExactMetaGame:
             policy.set_weights(dict(weights))
         return policy
 
+    def add_table(self, policy_id: str, table: Any) -> None:
+        """Use an existing ``TabularPolicy`` for frozen policy ``policy_id`` (e.g. a CFR solution)."""
+        self._tables[policy_id] = table
+
     def table(self, policy_id: str, frozen: tuple[Any, Mapping[str, Any] | None]) -> Any:
         """The cached ``TabularPolicy`` of frozen policy ``policy_id`` (``(factory, weights)``)."""
         from league.population.exploitability import tabular_policy
