@@ -6,13 +6,18 @@ shares may be fractional: four learners at 0.25 share one GPU). :func:`assign_po
 places policies by an explicit mapping or balanced by parameter count.
 :class:`LearnerGroup` has the narrow methods of :class:`~league.learn.learner.Learner`,
 so flow operators take either. Ray is imported only when actors are created.
+
+A learner actor that dies makes every call that needs it raise
+:class:`~league.learn.recovery.LearnerDied` (naming the learner and its policies) instead
+of a raw Ray error; :meth:`LearnerGroup.replace_learner` starts a fresh actor in its place
+from saved learner states (e.g. the last checkpoint's).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,8 +26,9 @@ import torch
 
 from league.algos.base import Algorithm
 from league.batch import MultiAgentBatch
-from league.flow.actors import call, is_ray_actor, resolve, submit
+from league.flow.actors import submit
 from league.learn.learner import Learner
+from league.learn.recovery import LearnerDied, check_states, gather, kill_learner
 
 __all__ = ["PlacementConfig", "resource_requests", "gpus_needed", "assign_policies", "LearnerGroup"]
 
@@ -35,7 +41,9 @@ class PlacementConfig:
     """The ``learner:`` config section: device, actors, resources per actor, policy assignment.
 
     ``assignment`` is ``"auto"`` (balanced by parameter count) or ``{policy_id: learner
-    index}`` for the policies it names (the others are balanced).
+    index}`` for the policies it names (the others are balanced). ``on_failure`` is what
+    the trainer does when a learner actor dies: ``"restore"`` its policies from the last
+    checkpoint and go on, or ``"stop"`` the run.
     """
 
     device: str = "cpu"
@@ -45,8 +53,11 @@ class PlacementConfig:
     num_gpus_per_learner: float = 0.0
     assignment: Any = "auto"
     stack_same_shaped: bool = True
+    on_failure: str = "restore"
 
     def __post_init__(self) -> None:
+        if self.on_failure not in ("restore", "stop"):
+            raise ValueError(f"learner.on_failure must be 'restore' or 'stop', got {self.on_failure!r}")
         kind = self.device.split(":")[0] if isinstance(self.device, str) else None
         if kind not in ("cpu", "cuda"):
             raise ValueError(f"learner.device must be 'cpu', 'cuda' or 'cuda:N', got {self.device!r}")
@@ -152,13 +163,23 @@ class LearnerGroup:
     Each policy lives on one learner. :meth:`learn_on_batch` sends every learner only its
     policies' part of the batch and runs the learners in parallel (actors); results and
     weights are merged. Seeds follow the group's order of additions, so a policy starts
-    from the same weights whichever learner hosts it.
+    from the same weights whichever learner hosts it. ``make_learner(index)`` builds a
+    learner like ``learners[index]`` (:meth:`from_config` sets it); without it the group
+    cannot :meth:`replace_learner`.
     """
 
-    def __init__(self, learners: Sequence[Any], assignment: Mapping[str, int] | str = "auto") -> None:
+    def __init__(
+        self,
+        learners: Sequence[Any],
+        assignment: Mapping[str, int] | str = "auto",
+        make_learner: Callable[[int], Any] | None = None,
+    ) -> None:
         if not learners:
             raise ValueError("LearnerGroup needs at least one learner")
         self.learners = list(learners)
+        self._make_learner = make_learner
+        self._offsets: dict[str, int] = {}
+        self._dead: dict[int, BaseException] = {}  # learner index -> the error that showed it dead
         self._mapping = {} if assignment == "auto" else dict(assignment)
         self._owner: dict[str, int] = {}
         self._sizes: dict[str, int] = {}
@@ -173,14 +194,16 @@ class LearnerGroup:
         cfg = cfg if isinstance(cfg, PlacementConfig) else PlacementConfig.from_config(cfg)
         kwargs = {"device": cfg.device, "seed": seed, "num_threads": cfg.num_threads, "stack_same_shaped": cfg.stack_same_shaped}
         if not remote:
-            return cls([Learner(**kwargs) for _ in range(cfg.num_learners)], cfg.assignment)
-        import ray
+            make: Callable[[int], Any] = lambda _index: Learner(**kwargs)  # noqa: E731
+        else:
+            import ray
 
-        available = ray.cluster_resources().get("GPU", 0)
-        if gpus_needed(cfg) > available:
-            raise ValueError(f"the learner config needs {gpus_needed(cfg)} GPU(s) but the Ray cluster has {available:g}")
-        actor = ray.remote(Learner)
-        return cls([actor.options(**opts).remote(**kwargs) for opts in resource_requests(cfg)], cfg.assignment)
+            available = ray.cluster_resources().get("GPU", 0)
+            if gpus_needed(cfg) > available:
+                raise ValueError(f"the learner config needs {gpus_needed(cfg)} GPU(s) but the Ray cluster has {available:g}")
+            actor, options = ray.remote(Learner), resource_requests(cfg)
+            make = lambda index: actor.options(**options[index]).remote(**kwargs)  # noqa: E731
+        return cls([make(i) for i in range(cfg.num_learners)], cfg.assignment, make_learner=make)
 
     # Membership ---------------------------------------------------------------
     def add_policies(self, algorithms: Mapping[str, Algorithm], frozen: Iterable[str] = ()) -> None:
@@ -218,16 +241,16 @@ class LearnerGroup:
 
     def _add(self, pid: str, algo: Algorithm, weights: Any, frozen: bool, seed_offset: int | None, index: int, size: int) -> None:
         offset = self._num_added if seed_offset is None else seed_offset
-        call(self.learners[index], "add_policy", pid, algo, weights, frozen, offset)
+        self._call(index, "add_policy", pid, algo, weights, frozen, offset)
         self._num_added += 1
-        self._owner[pid], self._sizes[pid], self._algorithms[pid] = index, size, algo
+        self._owner[pid], self._sizes[pid], self._algorithms[pid], self._offsets[pid] = index, size, algo, offset
         if frozen:
             self._frozen.add(pid)
 
     def remove_policy(self, policy_id: str) -> None:
         """Drop a policy from its learner."""
-        call(self.learners[self._index(policy_id)], "remove_policy", policy_id)
-        del self._owner[policy_id], self._sizes[policy_id], self._algorithms[policy_id]
+        self._call(self._index(policy_id), "remove_policy", policy_id)
+        del self._owner[policy_id], self._sizes[policy_id], self._algorithms[policy_id], self._offsets[policy_id]
         self._frozen.discard(policy_id)
 
     def policy_ids(self) -> list[str]:
@@ -247,6 +270,10 @@ class LearnerGroup:
     def assignment(self) -> dict[str, int]:
         """Learner index of every hosted policy."""
         return dict(self._owner)
+
+    def policies_on(self, index: int) -> list[str]:
+        """Policies hosted by learner ``index``, in insertion order."""
+        return [pid for pid, i in self._owner.items() if i == index]
 
     # Training -----------------------------------------------------------------
     def learn_on_batch(self, batch: MultiAgentBatch, policy_ids: list[str] | None = None, **kwargs: Any) -> dict[str, dict[str, float]]:
@@ -279,19 +306,48 @@ class LearnerGroup:
 
     def get_state(self, policy_id: str) -> bytes:
         """See :meth:`Learner.get_state`."""
-        return call(self.learners[self._index(policy_id)], "get_state", policy_id)
+        return self._call(self._index(policy_id), "get_state", policy_id)
 
     def set_state(self, policy_id: str, state: bytes) -> None:
         """See :meth:`Learner.set_state`."""
-        call(self.learners[self._index(policy_id)], "set_state", policy_id, state)
+        self._call(self._index(policy_id), "set_state", policy_id, state)
+
+    # Recovery -----------------------------------------------------------------
+    def replace_learner(self, index: int, states: Mapping[str, bytes]) -> None:
+        """Start a fresh learner in place of learner ``index`` (typically a dead one) and restore its policies.
+
+        The new learner is built like the original (same Ray options: device, CPU and GPU
+        shares; same seed); its policies are added again in their order, with their
+        algorithms, frozen flags and seed offsets, and each then loads ``states[pid]``
+        (``Learner.get_state`` bytes: weights, optimiser, update count, RNG, target
+        networks). States of policies hosted elsewhere are ignored, so a checkpoint's
+        whole ``learner_states`` can be passed. The old actor is killed first (freeing
+        its resources); if the new one fails, it is killed too, the error is raised and
+        learner ``index`` stays dead.
+        """
+        if self._make_learner is None:
+            raise ValueError("this LearnerGroup was built from learner objects without make_learner: it cannot replace one")
+        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(self.learners):
+            raise ValueError(f"learner index {index!r} out of range; the group has {len(self.learners)} learners")
+        pids = self.policies_on(index)
+        check_states(index, pids, states)
+        kill_learner(self.learners[index])
+        self._dead.setdefault(index, RuntimeError(f"learner {index} was replaced"))
+        new = self._make_learner(index)
+        try:
+            pending = [submit(new, "add_policy", p, self._algorithms[p], None, p in self._frozen, self._offsets[p]) for p in pids]
+            pending += [submit(new, "set_state", p, states[p]) for p in pids]
+            gather(pending, {index: new}, [index] * len(pending), self.policies_on)
+        except BaseException:
+            kill_learner(new)
+            raise
+        self.learners[index] = new
+        del self._dead[index]
 
     def close(self) -> None:
         """Stop the learner actors (local learners are just dropped)."""
         for learner in self.learners:
-            if is_ray_actor(learner):
-                import ray
-
-                ray.kill(learner)
+            kill_learner(learner)
 
     # Internals ----------------------------------------------------------------
     def _index(self, policy_id: str) -> int:
@@ -299,6 +355,29 @@ class LearnerGroup:
             return self._owner[policy_id]
         except KeyError:
             raise KeyError(f"policy '{policy_id}' is not hosted by this learner group (hosted: {self.policy_ids()})") from None
+
+    def _gather(self, pending: Sequence[Any], indices: Sequence[int]) -> list[Any]:
+        """Results of calls on ``learners[i]`` (``i`` in ``indices``); a dead one raises :class:`LearnerDied`."""
+        try:
+            return gather(pending, self.learners, indices, self.policies_on)
+        except LearnerDied as err:
+            self._dead[err.learner_index] = err.cause if isinstance(err.cause, BaseException) else err
+            raise
+
+    def _submit(self, indices: Sequence[int], method: str, args: Sequence[Sequence[Any]], **kwargs: Any) -> list[Any]:
+        """Call ``method(*args[k], **kwargs)`` on ``learners[indices[k]]`` in parallel; their results.
+
+        A learner already known dead raises :class:`LearnerDied` before anything is sent.
+        """
+        for index in indices:
+            if index in self._dead:
+                cause = self._dead[index]
+                raise LearnerDied(index, self.policies_on(index), cause) from cause
+        pending = [submit(self.learners[i], method, *a, **kwargs) for i, a in zip(indices, args)]
+        return self._gather(pending, indices)
+
+    def _call(self, index: int, method: str, *args: Any) -> Any:
+        return self._submit([index], method, [args])[0]
 
     def _loads(self) -> list[int]:
         load = [0] * len(self.learners)
@@ -314,10 +393,9 @@ class LearnerGroup:
         for pid in wanted:
             per.setdefault(self._index(pid), []).append(pid)
         jobs = [(i, pids) for i, pids in per.items() if any(p in batch.policy_batches for p in pids)]
-        targets = [self.learners[i] for i, _ in jobs]
-        pending = [submit(self.learners[i], method, batch.select(pids), pids, **kwargs) for i, pids in jobs]
+        results = self._submit([i for i, _ in jobs], method, [(batch.select(pids), pids) for _, pids in jobs], **kwargs)
         merged: dict[str, Any] = {}
-        for result in resolve(pending, targets):
+        for result in results:
             merged.update(result or {})
         return merged
 
@@ -325,9 +403,8 @@ class LearnerGroup:
         split: dict[int, dict[str, Any]] = {}
         for pid, value in per_policy.items():
             split.setdefault(self._index(pid), {})[pid] = value
-        targets = [self.learners[i] for i in split]
-        pending = [submit(self.learners[i], method, list(part) if pass_ids else part) for i, part in split.items()]
+        results = self._submit(list(split), method, [(list(part) if pass_ids else part,) for part in split.values()])
         merged: dict[str, Any] = {}
-        for result in resolve(pending, targets):
+        for result in results:
             merged.update(result or {})
         return merged
