@@ -75,6 +75,8 @@ class LearnerConfig:
     num_gpus_per_learner: float = 0.0
     assignment: Any = "auto"  # "auto" (balanced by size) or {policy_id: learner index}
     stack_same_shaped: bool = True  # update same-shaped policies as one vmapped model
+    # A learner actor that dies: "restore" its policies from the last checkpoint, or "stop".
+    on_failure: str = "restore"
 
 
 @dataclass
@@ -144,6 +146,10 @@ class CheckpointConfig:
 
     interval: int = 0  # iterations between checkpoints; 0: only the final one
     keep_last: int = 3  # periodic checkpoints kept (older ones deleted); the final one is extra
+    # Rebuild the samplers after each periodic checkpoint exactly as a resume from it would:
+    # games in progress are dropped, and a resumed run then repeats the uninterrupted one
+    # (single sampler, bulk_sync, deterministic algorithm).
+    exact_resume: bool = False
 
 
 @dataclass
@@ -273,9 +279,11 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
 
     PlacementConfig.from_config(dataclasses.asdict(cfg.learner))  # validates devices and shares
     _check_league(cfg)
-    unknown_fixed = sorted(set(cfg.league.fixed_opponents) - {"random"})
+    from league.population.recipes import SCRIPTED_PLAYERS
+
+    unknown_fixed = sorted(set(cfg.league.fixed_opponents) - set(SCRIPTED_PLAYERS))
     if unknown_fixed:
-        raise ValueError(f"league.fixed_opponents has unknown player(s) {unknown_fixed}; known: ['random']")
+        raise ValueError(f"league.fixed_opponents has unknown player(s) {unknown_fixed}; known: {list(SCRIPTED_PLAYERS)}")
     if sum(cfg.league.fixed_opponents.values()) + cfg.league.self_play_prob > 1.0 + 1e-9:
         raise ValueError("league.fixed_opponents shares plus league.self_play_prob must sum to <= 1")
     if cfg.checkpoint.interval < 0 or cfg.checkpoint.keep_last < 1:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import deque
 import time
 import warnings
 from dataclasses import asdict
@@ -27,12 +28,13 @@ import torch
 
 from league.algos import make_algorithm
 from league.algos.compose import build_multi_policy_plan
-from league.checkpoint import Checkpoint, periodic_name, prune_checkpoints, write_checkpoint
+from league.checkpoint import Checkpoint, CheckpointError, periodic_name, prune_checkpoints, write_checkpoint
 from league.config import RunConfig
 from league.envs import make_env
 from league.flow.actors import is_ray_actor, resolve, share, submit
 from league.flow.recovery import on_sampler_restart
 from league.learn import Learner, LearnerGroup
+from league.learn.recovery import LearnerDied, find_learner_died, restore_dead_learner, states_from_checkpoint
 from league.leagues import TrainingLeague, make_league
 from league.leagues.builder import SELFPLAY_MAIN, learning_policy_ids
 from league.metrics_log import MetricsLogger, episode_metrics
@@ -46,6 +48,7 @@ from league.resume import (
     restore_learner,
     restore_league,
     sampler_seed,
+    driver_rng_state,
     set_driver_rng_state,
 )
 from league.sampling import OpponentSampling, Sampler, UniformMatchups, make_remote_samplers
@@ -54,6 +57,8 @@ __all__ = ["Trainer", "MAIN", "EVAL_OPPONENT"]
 
 MAIN = SELFPLAY_MAIN
 EVAL_OPPONENT = "random"
+HISTORY_ROWS = 10_000
+MAX_LEARNER_RESTORES = 5  # a learner that keeps dying (e.g. out of memory) stops the run
 
 
 class Trainer:
@@ -64,7 +69,8 @@ class Trainer:
         self.run_dir = Path(run_dir).resolve()  # resolved before anything reaches an actor
         self.iteration = 0
         self.env_steps = 0
-        self.history: list[dict[str, Any]] = []
+        # The latest metrics rows (all of them are in metrics.jsonl); bounded for days-long runs.
+        self.history: deque[dict[str, Any]] = deque(maxlen=HISTORY_ROWS)
         self.win_rates: dict[str, float] = {}  # latest evaluation win rate per learning policy
         self.best_win_rate: float | None = None  # best of the worst-policy evaluation win rates
         self.resumed_from: Path | None = None
@@ -77,6 +83,8 @@ class Trainer:
         self._flushed_stats: list[dict[str, Any]] = []  # recorded at a checkpoint, reported next row
         self._pending_eval: list[tuple[str | None, list[Any]]] = []  # (policy or None: league games, calls)
         self._start = (0, 0)  # iteration and env steps when this process began
+        self.learner_restores = 0
+        self._initial_learner_states: dict[str, bytes] = {}  # restore source before any checkpoint
 
     @property
     def checkpoint_root(self) -> Path:
@@ -118,13 +126,27 @@ class Trainer:
         self.learner = self._make_learner()
         if checkpoint is not None:
             restore_learner(self.learner, checkpoint, self.learning)
+        if isinstance(self.learner, LearnerGroup):  # learner actors may die: keep a state to restore
+            self._initial_learner_states = {pid: self.learner.get_state(pid) for pid in self.learning}
 
+        self.samplers = self._make_samplers(**self._sampler_setup())
+        self._load_samplers()
+        self.plan = self._build_plan()
+        if checkpoint is not None:
+            self.plan.metrics.counters.update(self._restored_counters)
+            set_driver_rng_state(checkpoint.league.get("rng"))
+        self._start = (self.iteration, self.env_steps)
+
+    def _sampler_setup(self) -> dict[str, Any]:
         frozen = self.league.frozen_policies() if self.league else {}
-        self.samplers = self._make_samplers(
+        return dict(
             policies={**self.algorithms, EVAL_OPPONENT: RandomPolicyFactory(), **{pid: f for pid, (f, _) in frozen.items()}},
             frozen=(EVAL_OPPONENT, *frozen),
             matchups=self.league.matchups() if self.league else UniformMatchups(self.learning),
         )
+
+    def _load_samplers(self) -> None:
+        """Send the current weights (learning and frozen) and per-sampler matchup sources."""
         weights = self.learner.get_weights(self.learning)
         weights.update(self.league.frozen_weights() if self.league else {})
         shared = share(weights, self.samplers)
@@ -134,18 +156,15 @@ class Trainer:
             if len(self.samplers) > 1:  # each sampler its own matchup source (a batch is consumed once)
                 sources = [self.league.matchups() for _ in self.samplers]
                 resolve([submit(s, "set_matchups", m) for s, m in zip(self.samplers, sources)], self.samplers)
-
-        from league.flow import ParallelRollouts
-
-        rollouts = ParallelRollouts(self.samplers, mode=cfg.sampler.mode)
-        self.plan = build_multi_policy_plan(rollouts, self.learner, self.samplers, self.algorithms)
         for s in self.samplers:
             if is_ray_actor(s):  # a restarted sampler re-runs __init__: it lost snapshots and matchups
                 on_sampler_restart(s, self.restore_league_on)
-        if checkpoint is not None:
-            self.plan.metrics.counters.update(self._restored_counters)
-            set_driver_rng_state(checkpoint.league.get("rng"))
-        self._start = (self.iteration, self.env_steps)
+
+    def _build_plan(self) -> Any:
+        from league.flow import ParallelRollouts
+
+        rollouts = ParallelRollouts(self.samplers, mode=self.cfg.sampler.mode)
+        return build_multi_policy_plan(rollouts, self.learner, self.samplers, self.algorithms)
 
     @property
     def pool(self) -> Any:
@@ -228,15 +247,55 @@ class Trainer:
         interval = self.cfg.checkpoint.interval
         try:
             while not self._should_stop(time.perf_counter() - start):
-                self.step(time.perf_counter() - start)
-                if interval and self.iteration % interval == 0:
-                    self.save_checkpoint(periodic_name(self.iteration))
-                    prune_checkpoints(self.checkpoint_root, self.cfg.checkpoint.keep_last)
+                try:
+                    self.step(time.perf_counter() - start)
+                    if interval and self.iteration % interval == 0:
+                        self.save_checkpoint(periodic_name(self.iteration))
+                        prune_checkpoints(self.checkpoint_root, self.cfg.checkpoint.keep_last)
+                        if self.cfg.checkpoint.exact_resume:
+                            self.restart_samplers()
+                except Exception as err:
+                    died = find_learner_died(err)
+                    if died is None:
+                        raise
+                    self.restore_learner_after(died, err)
             self._collect_eval(block=True)
         except BaseException:
             self._finish(time.perf_counter() - start, failed=True)
             raise
         return self._finish(time.perf_counter() - start)
+
+    def restore_learner_after(self, died: LearnerDied, err: BaseException) -> None:
+        """A learner actor died: restore its policies from the latest checkpoint (or the
+        run's start), make every sampler act with those weights, rebuild the plan; or stop
+        with a message naming the policies when ``learner.on_failure`` is ``stop``."""
+        if self.cfg.learner.on_failure == "stop" or self.learner_restores >= MAX_LEARNER_RESTORES:
+            why = "learner.on_failure is 'stop'" if self.cfg.learner.on_failure == "stop" else f"{MAX_LEARNER_RESTORES} restores already"
+            raise RuntimeError(f"{died} ({why}); the last checkpoint is in {self.checkpoint_root}") from err
+        try:
+            states, source = states_from_checkpoint(self.checkpoint_root, died.policy_ids)
+        except CheckpointError:
+            states, source = {pid: self._initial_learner_states[pid] for pid in died.policy_ids}, "the run's start"
+        restore_dead_learner(self.learner, died, states, self.samplers)
+        counters = dict(self.plan.metrics.counters)
+        self.plan = self._build_plan()  # requests in flight were made with the lost weights
+        self.plan.metrics.counters.update(counters)
+        self.learner_restores += 1
+        warnings.warn(f"{died}; restored {died.policy_ids} from {source} and continued", stacklevel=2)
+
+    def restart_samplers(self) -> None:
+        """Replace the samplers by new ones built as a resume from the checkpoint just written
+        builds them (seeded from the iteration, weights and league re-sent), and the plan with
+        them; the driver's RNG is put back to its saved state, as a resume restores it."""
+        rng = driver_rng_state()
+        self.close_samplers()
+        self.samplers = self._make_samplers(**self._sampler_setup())
+        self._load_samplers()
+        counters = dict(self.plan.metrics.counters)
+        self.plan = self._build_plan()
+        self.plan.metrics.counters.update(counters)
+        self._pending_stats = []  # flushed into the checkpoint already
+        set_driver_rng_state(rng)
 
     def _finish(self, elapsed: float, failed: bool = False) -> dict[str, Any]:
         self.progress.close()
@@ -284,6 +343,7 @@ class Trainer:
             "mean_episode_len": float(np.mean([e["length"] for e in stats])) if stats else None,
             "win_rate_vs_random": dict(self.win_rates),
             "snapshots": 0,
+            "learner_restores": self.learner_restores,
             **(self.league.metrics(self.iteration, self.learner) if self.league else {}),
             **episode_metrics(stats, self.learning),
             **{f"{pid}/{k}": round(v, 5) for pid, st in metrics.get("learner", {}).items() for k, v in st.items()},
@@ -373,6 +433,7 @@ class Trainer:
             **(self.league.summary() if self.league is not None else {}),
             "payoff": self.payoff.to_dict(),
             "resumed_from": str(self.resumed_from) if self.resumed_from else None,
+            "learner_restores": self.learner_restores,
             "start_iteration": self._start[0],
             "config": asdict(self.cfg),
         }
@@ -412,17 +473,22 @@ class Trainer:
         self.checkpoints = [p for p in self.checkpoints if p != path and p.exists()] + [path]
         return path
 
-    def close(self) -> None:
-        """Stop sampler and learner actors, close the logs (Ray itself is left to the caller)."""
-        self.progress.close()
-        if self.logger is not None:
-            self.logger.close()
+    def close_samplers(self) -> None:
+        """Stop the sampler actors (in-process samplers are just dropped)."""
         remote = [s for s in self.samplers if is_ray_actor(s)]
         if remote:
             import ray
 
             for s in remote:
                 ray.kill(s)
+        self.samplers = []
+
+    def close(self) -> None:
+        """Stop sampler and learner actors, close the logs (Ray itself is left to the caller)."""
+        self.progress.close()
+        if self.logger is not None:
+            self.logger.close()
+        self.close_samplers()
         if self.learner is not None and hasattr(self.learner, "close"):
             self.learner.close()
         if getattr(self, "league", None) is not None:

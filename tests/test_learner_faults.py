@@ -252,3 +252,52 @@ def test_an_error_while_handling_a_learner_death_is_not_one():
             raise OSError("no checkpoint to restore from")  # noqa: B904 - the implicit context is the point
     except OSError as err:
         assert err.__context__ is not None and find_learner_died(err) is None
+
+
+@pytest.mark.ray
+@pytest.mark.parametrize("on_failure", ["restore", "stop"])
+def test_trainer_survives_or_stops_on_a_learner_actor_killed_mid_run(ray_session, tmp_path, on_failure):
+    from league.config import parse_run_config
+    from league.trainer import Trainer
+
+    cfg = parse_run_config(
+        {
+            "env": {"name": "tictactoe"},
+            "policies": {"a": {"algo": "ppo", "params": {"train_batch_size": 128, "minibatch_size": 64, "num_epochs": 1}},
+                         "b": {"algo": "ppo", "params": {"train_batch_size": 128, "minibatch_size": 64, "num_epochs": 1}}},
+            "learner": {"num_learners": 2, "num_cpus_per_learner": 0.25, "assignment": {"a": 0, "b": 1}, "on_failure": on_failure},
+            "sampler": {"num_samplers": 1, "num_envs": 4, "fragment_length": 16, "num_cpus": 0, "mode": "bulk_sync"},
+            "checkpoint": {"interval": 2},
+            "eval": {"interval": 0},
+            "stop": {"iterations": 6, "time_s": 0, "env_steps": 0},
+            "logging": {"tensorboard": False},
+            "verbose": False,
+        }
+    )
+    trainer = Trainer(cfg, tmp_path)
+    real_step = trainer.step
+
+    def step_then_kill(elapsed):
+        row = real_step(elapsed)
+        if trainer.iteration == 3 and trainer.learner_restores == 0:
+            ray_session.kill(trainer.learner.learners[1], no_restart=True)
+        return row
+
+    trainer.step = step_then_kill
+    try:
+        if on_failure == "stop":
+            with pytest.raises(RuntimeError, match=r"learner.on_failure is 'stop'") as info:
+                trainer.train()
+            assert "['b']" in str(info.value)
+            return
+        with pytest.warns(UserWarning, match=r"restored \['b'\] from .*iter_0*2\b"):
+            summary = trainer.train()
+        assert summary["iterations"] == 6 and summary["learner_restores"] == 1
+        # No silent divergence: the sampler acts with exactly the (restored, then trained) learner weights.
+        learner_w = trainer.learner.get_weights(["a", "b"])
+        sampler_w = ray_session.get(trainer.samplers[0].get_weights.remote(["a", "b"]))
+        for pid in ("a", "b"):
+            for k, v in learner_w[pid].items():
+                np.testing.assert_array_equal(sampler_w[pid][k], v)
+    finally:
+        trainer.close()

@@ -109,7 +109,8 @@ class CoordinatedLeague(TrainingLeague):
     def bind(self, samplers: Sequence[Any], learner: Any) -> None:
         """The samplers to keep in step, and each learning player's initial learner state (for resets)."""
         self.samplers = list(samplers)
-        self._initial_states = {pid: learner.get_state(pid) for pid in self.learning}
+        if not self._initial_states:  # once: new samplers later (a restart) change nothing here
+            self._initial_states = {pid: learner.get_state(pid) for pid in self.learning}
 
     @property
     def payoff(self) -> PayoffTable:

@@ -30,6 +30,7 @@ class SelfPlayLeague(TrainingLeague):
         self.fixed = dict(fixed)
         self.snapshot_interval = int(snapshot_interval)
         self.learning = [pool.main]
+        self._retiring: list[str] = []  # evicted at the last snapshot, removed from samplers at the next
 
     @property
     def payoff(self) -> PayoffTable:
@@ -55,11 +56,15 @@ class SelfPlayLeague(TrainingLeague):
         if not self.snapshot_interval or iteration % self.snapshot_interval:
             return
         main = self.pool.main
-        snap, _evicted = self.pool.add_snapshot(learner.get_weights([main])[main], iteration)
-        # Evicted snapshots stay loaded on samplers: episodes in progress may still use them.
+        snap, evicted = self.pool.add_snapshot(learner.get_weights([main])[main], iteration)
         load_frozen_policies(samplers, {snap.policy_id: (self.algorithm, snap.weights)})
         matchups = self.pool.matchups()
-        resolve([submit(s, "set_matchups", matchups) for s in samplers], samplers)
+        calls = [submit(s, "set_matchups", matchups) for s in samplers]
+        # A snapshot evicted now may still play in episodes in progress: it leaves the
+        # samplers one snapshot interval later, when those episodes are long over.
+        calls += [submit(s, "remove_policy", pid) for pid in self._retiring for s in samplers]
+        resolve(calls, samplers * (1 + len(self._retiring)))
+        self._retiring = [evicted.policy_id] if evicted is not None else []
 
     def metrics(self, iteration: int, learner: Any) -> dict[str, Any]:
         """The number of snapshots in the pool."""

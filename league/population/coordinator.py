@@ -444,4 +444,5 @@ def make_remote_coordinator(num_cpus: float = 0, **kwargs: Any) -> Any:
     """
     import ray
 
-    return ray.remote(num_cpus=num_cpus)(LeagueCoordinator).remote(**kwargs)
+    # No task events: the GCS would keep a record of every refill and report call.
+    return ray.remote(num_cpus=num_cpus, enable_task_events=False)(LeagueCoordinator).remote(**kwargs)

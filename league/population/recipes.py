@@ -59,16 +59,20 @@ def pfsp_role(snapshot_every: int, self_play: float = 0.2, weighting: str = "har
     )
 
 
-def psro_role(snapshot_every: int, self_play: float = 0.0, utility: str = "win_rate") -> Role:
-    """PSRO with a continually trained best response: opponents drawn from the Nash mixture
-    of the frozen players' meta-game (``utility``: ``"win_rate"`` or ``"return"``), a
-    ``self_play`` share against itself; every snapshot adds a strategy to the meta-game."""
+def psro_role(snapshot_every: int, self_play: float = 0.0, utility: str = "win_rate", reset_probability: float = 1.0) -> Role:
+    """PSRO with an RL best response: opponents drawn from the Nash mixture of the frozen
+    players' meta-game (``utility``: ``"win_rate"`` or ``"return"``), a ``self_play`` share
+    against itself. Every snapshot adds a strategy to the meta-game; with
+    ``reset_probability`` 1 (PSRO proper) the next best response then trains from the
+    initial policy again, with 0 the same policy keeps training (cheaper, but a policy
+    that has become nearly deterministic explores too little to find new best responses)."""
     return Role(
         (
             OpponentBranch(self_play, (OpponentPool("self"),), "self_play"),
             OpponentBranch(1.0 - self_play, (OpponentPool("frozen", "nash", utility=utility),), "meta_nash"),
         ),
         SnapshotRule(every_steps=snapshot_every),
+        reset_probability=reset_probability,
     )
 
 

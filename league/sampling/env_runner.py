@@ -20,6 +20,9 @@ from league.sampling.trajectory import AgentTrajectory
 
 __all__ = ["EnvRunner", "EnvFailure"]
 
+#: Finished-episode stats a runner keeps until they are popped; beyond it the oldest half is dropped.
+MAX_EPISODE_STATS = 100_000
+
 class EnvFailure(RuntimeError):
     """An env kept raising: more consecutive failures than the configured limit."""
 
@@ -65,6 +68,7 @@ class EnvRunner:
         self.active = [True] * num_envs  # inactive envs are not stepped (evaluation quotas)
         self._chunks: dict[str, list[SampleBatch]] = {}
         self.episode_stats: list[dict] = []
+        self.dropped_episode_stats = 0  # stats dropped because nobody popped them (see MAX_EPISODE_STATS)
         self.episodes_completed = [0] * num_envs
         for i in range(num_envs):
             self._start_episode(i)
@@ -174,6 +178,9 @@ class EnvRunner:
         outcome = {
             a: ("draw" if len(winners) == len(returns) else "win" if a in winners else "loss") for a in returns
         }
+        if len(self.episode_stats) >= MAX_EPISODE_STATS:  # nobody pops them: keep memory bounded
+            del self.episode_stats[: len(self.episode_stats) // 2]
+            self.dropped_episode_stats += MAX_EPISODE_STATS - len(self.episode_stats)
         self.episode_stats.append(
             {
                 "episode_id": self._eps_id[i],

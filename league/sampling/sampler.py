@@ -202,9 +202,13 @@ class Sampler:
 
 
 def make_remote_samplers(num_samplers: int, num_cpus: float = 1, **sampler_kwargs: Any) -> list[Any]:
-    """``num_samplers`` Ray actors running :class:`Sampler` (``num_cpus`` each, restartable)."""
+    """``num_samplers`` Ray actors running :class:`Sampler` (``num_cpus`` each, restartable).
+
+    Task events are off: Ray's GCS would otherwise keep a record of every ``sample()``
+    call (a few KB each, up to 100k), memory a days-long run never gets back.
+    """
     import ray
 
-    actor_cls = ray.remote(num_cpus=num_cpus, max_restarts=3)(Sampler)
+    actor_cls = ray.remote(num_cpus=num_cpus, max_restarts=3, enable_task_events=False)(Sampler)
     base_seed = sampler_kwargs.pop("seed", 0)
     return [actor_cls.remote(seed=base_seed, worker_index=i, **sampler_kwargs) for i in range(num_samplers)]
