@@ -138,6 +138,8 @@ class RayConfig:
     address: str | None = None
     num_cpus: int | None = None
     include_dashboard: bool = False
+    # A local Ray (address null) listens on 127.0.0.1 only; false: Ray's default (every interface).
+    loopback_only: bool = True
 
 
 @dataclass

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections import deque
 import time
 import warnings
@@ -31,7 +32,7 @@ from league.algos.compose import build_multi_policy_plan
 from league.checkpoint import Checkpoint, CheckpointError, periodic_name, prune_checkpoints, write_checkpoint
 from league.config import RunConfig
 from league.envs import make_env
-from league.flow.actors import is_ray_actor, resolve, share, submit
+from league.flow.actors import is_ray_actor, resolve, resolve_lenient, share, submit
 from league.flow.recovery import on_sampler_restart
 from league.learn import Learner, LearnerGroup
 from league.learn.recovery import LearnerDied, find_learner_died, restore_dead_learner, states_from_checkpoint
@@ -61,6 +62,14 @@ HISTORY_ROWS = 10_000
 MAX_LEARNER_RESTORES = 5  # a learner that keeps dying (e.g. out of memory) stops the run
 
 
+def _bind_local_ray_to_loopback(cfg: RunConfig) -> None:
+    """Make a Ray started here listen on 127.0.0.1 only (Ray's default on Linux is every
+    interface). Ray reads this switch once, when it is first imported: a process that
+    imported Ray already (or joins a cluster) keeps what it has."""
+    if cfg.ray.loopback_only and cfg.ray.address is None and "ray" not in sys.modules:
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+
+
 class Trainer:
     """Builds and runs one self-play training job from a validated :class:`RunConfig`."""
 
@@ -81,7 +90,8 @@ class Trainer:
         self.progress: Any = NoProgress()
         self._pending_stats: list[Any] = []
         self._flushed_stats: list[dict[str, Any]] = []  # recorded at a checkpoint, reported next row
-        self._pending_eval: list[tuple[str | None, list[Any]]] = []  # (policy or None: league games, calls)
+        self._pending_eval: list[tuple[str | None, list[tuple[Any, Any]]]] = []  # (policy or None: league games, [(sampler, call)])
+        self.lost_sampler_calls = 0  # bookkeeping calls to samplers that died mid-call
         self._start = (0, 0)  # iteration and env steps when this process began
         self.learner_restores = 0
         self._initial_learner_states: dict[str, bytes] = {}  # restore source before any checkpoint
@@ -108,6 +118,7 @@ class Trainer:
             checkpoint = load_resume_checkpoint(cfg.resume, cfg.checkpoint_dir, asdict(cfg), self.algorithms)
 
         if self._uses_ray():
+            _bind_local_ray_to_loopback(cfg)
             import ray
 
             if not ray.is_initialized():
@@ -344,6 +355,8 @@ class Trainer:
             "win_rate_vs_random": dict(self.win_rates),
             "snapshots": 0,
             "learner_restores": self.learner_restores,
+            "lost_sampler_calls": self.lost_sampler_calls,
+            "counters": dict(self.plan.metrics.counters) if hasattr(self.plan, "metrics") else {},
             **(self.league.metrics(self.iteration, self.learner) if self.league else {}),
             **episode_metrics(stats, self.learning),
             **{f"{pid}/{k}": round(v, 5) for pid, st in metrics.get("learner", {}).items() for k, v in st.items()},
@@ -366,7 +379,12 @@ class Trainer:
 
     def _fetch_stats(self) -> list[dict[str, Any]]:
         pending, self._pending_stats = self._pending_stats, []
-        return [e for eps in resolve(pending, self.samplers) for e in eps] if pending else []
+        if not pending:
+            return []
+        # A sampler lost mid-call (its node died) is restarted by Ray: its episodes are lost, not the run.
+        results, failed = resolve_lenient(pending, self.samplers, default=[])
+        self.lost_sampler_calls += failed
+        return [e for eps in results for e in eps]
 
     def _record_outcomes(self, episodes: list[dict[str, Any]]) -> None:
         if self.league is not None:
@@ -390,31 +408,37 @@ class Trainer:
         per = max(1, self.cfg.eval.episodes // len(self.samplers))
         for pid in self.learning:
             matchups = OpponentSampling(pid, {EVAL_OPPONENT: 1.0})
-            self._pending_eval.append((pid, [submit(s, "evaluate", per, matchups) for s in self.samplers]))
+            self._pending_eval.append((pid, [(s, submit(s, "evaluate", per, matchups)) for s in self.samplers]))
         league_games = self.league.evaluation_matchups() if self.league is not None else []
         if league_games:  # the league's least certain pairs, split between samplers
             shares = [league_games[i :: len(self.samplers)] for i in range(len(self.samplers))]
-            calls = [submit(s, "evaluate", len(m), MatchupBatch(m)) for s, m in zip(self.samplers, shares) if m]
-            self._pending_eval.append((None, calls))
+            targets = [(s, m) for s, m in zip(self.samplers, shares) if m]
+            self._pending_eval.append((None, [(s, submit(s, "evaluate", len(m), MatchupBatch(m))) for s, m in targets]))
 
     def _collect_eval(self, block: bool) -> None:
         if not self._pending_eval:
             return
-        refs = [r for _, rs in self._pending_eval for r, s in zip(rs, self.samplers) if is_ray_actor(s)]
+        refs = [r for _, calls in self._pending_eval for s, r in calls if is_ray_actor(s)]
         if refs and not block:
             import ray
 
             ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
             if len(ready) < len(refs):
                 return
-        for pid, rs in self._pending_eval:
-            episodes = [e for eps in resolve(rs, self.samplers[: len(rs)]) for e in eps]
+        for pid, calls in self._pending_eval:
+            results, failed = resolve_lenient([r for _, r in calls], [s for s, _ in calls], default=[])
+            self.lost_sampler_calls += failed
+            episodes = [e for eps in results for e in eps]
             if pid is None:
                 self.league.record(episodes)  # type: ignore[union-attr]
                 continue
+            if not episodes:  # every sampler of this evaluation was lost: no result, not a 0
+                continue
             wins = sum(1 for e in episodes for a, p in e["policies"].items() if p == pid and e["outcome"][a] == "win")
-            self.win_rates[pid] = wins / max(len(episodes), 1)
+            self.win_rates[pid] = wins / len(episodes)
         self._pending_eval = []
+        if not self.win_rates:
+            return
         worst = min(self.win_rates.values())
         self.best_win_rate = worst if self.best_win_rate is None else max(self.best_win_rate, worst)
 

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["is_ray_actor", "call", "call_all", "submit", "resolve", "share", "check_same_kind"]
+__all__ = ["is_ray_actor", "call", "call_all", "submit", "resolve", "resolve_lenient", "share", "check_same_kind"]
 
 
 def is_ray_actor(obj: object) -> bool:
@@ -48,6 +48,32 @@ def resolve(pending: Sequence[Any], objs: Sequence[object]) -> list[Any]:
 
     remote_values = iter(ray.get(refs))
     return [next(remote_values) if is_ray_actor(o) else p for p, o in zip(pending, objs)]
+
+
+def resolve_lenient(pending: Sequence[Any], objs: Sequence[object], default: Any = None) -> tuple[list[Any], int]:
+    """Like :func:`resolve`, but a call to an actor that died or is being restarted by Ray
+    yields ``default`` instead of raising; returns the results and how many failed.
+
+    For the driver's bookkeeping calls to samplers (episode stats, evaluation, league
+    updates): a sampler lost with its node is restarted by Ray and gets the league's state
+    back from its restart hooks; the plan itself notices a sampler that is gone for good.
+    """
+    results = list(pending)
+    failed = 0
+    if not any(is_ray_actor(o) for o in objs):
+        return results, failed
+    import ray
+    from ray.exceptions import RayActorError
+
+    for i, (ref, obj) in enumerate(zip(pending, objs)):
+        if not is_ray_actor(obj):
+            continue
+        try:
+            results[i] = ray.get(ref)
+        except RayActorError:  # ActorDiedError and ActorUnavailableError included
+            results[i] = default
+            failed += 1
+    return results, failed
 
 
 def call(obj: object, method: str, *args: Any, **kwargs: Any) -> Any:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from league.flow.actors import resolve, share, submit
+from league.flow.actors import resolve_lenient, share, submit
 from league.population.payoff import PayoffTable
 from league.sampling.matchups import Matchup, MatchupSource
 
@@ -26,7 +26,8 @@ Weights = dict[str, np.ndarray]
 
 
 def load_frozen_policies(samplers: Sequence[Any], policies: Mapping[str, tuple[Any, Weights | None]]) -> None:
-    """Add frozen policies ``{policy_id: (factory, weights)}`` to every sampler and wait."""
+    """Add frozen policies ``{policy_id: (factory, weights)}`` to every sampler and wait (a
+    sampler being restarted gets every frozen policy again from its restart hook)."""
     if not policies:
         return
     calls, targets = [], []
@@ -35,7 +36,7 @@ def load_frozen_policies(samplers: Sequence[Any], policies: Mapping[str, tuple[A
         for sampler in samplers:
             calls.append(submit(sampler, "add_policy", pid, factory, shared, learns=False))
             targets.append(sampler)
-    resolve(calls, targets)
+    resolve_lenient(calls, targets)
 
 
 class TrainingLeague(ABC):

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from league.flow.actors import call, is_ray_actor, resolve, submit
+from league.flow.actors import call, is_ray_actor, resolve_lenient, submit
 from league.leagues.base import TrainingLeague, Weights, load_frozen_policies
 from league.population.coordinator import (
     LeagueCoordinator,
@@ -163,7 +163,7 @@ class CoordinatedLeague(TrainingLeague):
             self._reset(action, learner)
         if resets:
             weights = learner.get_weights([a.player_id for a in resets])
-            resolve([submit(s, "set_weights", weights) for s in samplers], samplers)
+            resolve_lenient([submit(s, "set_weights", weights) for s in samplers], samplers)
         if actions or iteration % self.save_every == 0:
             self._save()
         self._view = self._call("view")
@@ -262,7 +262,7 @@ class CoordinatedLeague(TrainingLeague):
         self.coordinator_restarts += 1
         if self.samplers:
             sources = [self.matchups() for _ in self.samplers]
-            resolve([submit(s, "set_matchups", m) for s, m in zip(self.samplers, sources)], self.samplers)
+            resolve_lenient([submit(s, "set_matchups", m) for s, m in zip(self.samplers, sources)], self.samplers)
 
     def close(self) -> None:
         """Stop the coordinator actor."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from league.flow.actors import resolve, submit
+from league.flow.actors import resolve_lenient, submit
 from league.leagues.base import TrainingLeague, Weights, load_frozen_policies
 from league.population.payoff import PayoffTable
 from league.population.selfplay import SelfPlayPool
@@ -63,7 +63,7 @@ class SelfPlayLeague(TrainingLeague):
         # A snapshot evicted now may still play in episodes in progress: it leaves the
         # samplers one snapshot interval later, when those episodes are long over.
         calls += [submit(s, "remove_policy", pid) for pid in self._retiring for s in samplers]
-        resolve(calls, samplers * (1 + len(self._retiring)))
+        resolve_lenient(calls, samplers * (1 + len(self._retiring)))  # a restarting sampler gets the league from its hook
         self._retiring = [evicted.policy_id] if evicted is not None else []
 
     def metrics(self, iteration: int, learner: Any) -> dict[str, Any]:
