@@ -60,15 +60,37 @@ def _duration(seconds: float | None) -> str:
     return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"
 
 
+def best_rating(row: Mapping[str, Any]) -> str:
+    """``player=rating`` of the best TrueSkill (conservative) rating in a league row, or ''."""
+    table = (row.get("ratings") or {}).get("trueskill") or {}
+    if not table:
+        return ""
+    player, rating = max(table.items(), key=lambda item: item[1])
+    return f"{player}={rating:.1f}"
+
+
+def league_status(row: Mapping[str, Any]) -> str:
+    """The league part of a status line: best rating and exploitability where the row has them."""
+    parts = []
+    if best_rating(row):
+        parts.append(f"best rating {best_rating(row)}")
+    expl = row.get("exploitability") or {}
+    if "meta_strategy" in expl:
+        parts.append(f"exploitability {expl['meta_strategy']:.4f}")
+    return "  ".join(parts)
+
+
 def format_status(row: Mapping[str, Any], seconds_left: float | None, best_win_rate: float | None) -> str:
     """One-line summary of an iteration's metrics row."""
     wr = row.get("win_rate_vs_random") or {}
     latest = " ".join(f"{pid}={w:.3f}" for pid, w in wr.items()) or "-"
     best = "-" if best_win_rate is None else f"{best_win_rate:.3f}"
-    return (
+    line = (
         f"iter {row['iteration']:5d}  steps {row['env_steps']:10,d}  steps/s {row['env_steps_per_s']:8,.1f}  "
         f"left {_duration(seconds_left):>7}  win_rate_vs_random {latest} (best {best})  snapshots {row.get('snapshots', 0)}"
     )
+    league = league_status(row)
+    return f"{line}  {league}" if league else line
 
 
 class ProgressReporter(Protocol):
@@ -143,8 +165,8 @@ class LiveProgress(_Budgeted):
         wr = "-" if best_win_rate is None else f"{best_win_rate:.3f}"
         status = (
             f"iter {row['iteration']}  {row['env_steps']:,} steps  {row['env_steps_per_s']:,.0f}/s  "
-            f"left {_duration(left)}  best win {wr}"
-        )
+            f"left {_duration(left)}  best win {wr}  {league_status(row)}"
+        ).rstrip()
         self._progress.update(self._task, completed=fraction, status=status)
         self._progress.refresh()
 

@@ -135,3 +135,14 @@ def test_make_progress_picks_by_verbosity_and_terminal(monkeypatch):
     finally:
         live.close()
     assert isinstance(make_progress(lines_only), LineProgress) and isinstance(make_progress(quiet), NoProgress)
+
+
+def test_status_line_shows_the_best_rating_and_exploitability():
+    from league.progress import format_status
+
+    row = {"iteration": 3, "env_steps": 1000, "env_steps_per_s": 10.0, "win_rate_vs_random": {},
+           "ratings": {"trueskill": {"main": 21.5, "main@v0": 19.0, "random": 3.2}},
+           "exploitability": {"main": 0.2, "meta_strategy": 0.0412}}  # fmt: skip
+    line = format_status(row, 60.0, None)
+    assert "best rating main=21.5" in line and "exploitability 0.0412" in line
+    assert "best rating" not in format_status({**row, "ratings": {}, "exploitability": {}}, 60.0, None)
