@@ -281,6 +281,11 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
 
     PlacementConfig.from_config(dataclasses.asdict(cfg.learner))  # validates devices and shares
     _check_league(cfg)
+    if isinstance(cfg.ray.address, str) and cfg.ray.address.startswith("ray://"):
+        raise ValueError(
+            f"ray.address {cfg.ray.address!r}: Ray Client (ray://) is not supported; run league-train on a "
+            "cluster node with ray.address=auto (docs/CLUSTER.md)"
+        )
     from league.population.recipes import SCRIPTED_PLAYERS
 
     unknown_fixed = sorted(set(cfg.league.fixed_opponents) - set(SCRIPTED_PLAYERS))

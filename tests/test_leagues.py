@@ -48,6 +48,11 @@ def test_bad_league_settings_are_named(league, message):
     assert message in str(info.value)
 
 
+def test_ray_client_addresses_are_refused_before_anything_starts():
+    with pytest.raises(ValueError, match=r"Ray Client \(ray://\) is not supported"):
+        parse_run_config({"ray": {"address": "ray://head:10001"}})
+
+
 def test_alphastar_recipe_builds_every_role_and_player():
     cfg = _config("alphastar", num_main_agents=2, num_main_exploiters=1, num_league_exploiters=2, scripted=["random"])
     recipe = build_league(cfg.league)
