@@ -258,3 +258,14 @@ def test_role_with_return_utility_round_trips_and_uses_returns() -> None:
     _rock_paper_scissors(table)
     dist = role.opponent_distribution("learner", population, table)
     assert dist == pytest.approx({"rock": 1 / 3, "paper": 1 / 2, "scissors": 1 / 6}, abs=1e-6)
+
+
+def test_payoff_forget_drops_every_record_of_a_player():
+    table = PayoffTable()
+    table.update("a", "gone", "win", 1.0)
+    table.update("a", "c", "loss", -1.0)
+    table.set_expected_return("gone", "c", 0.25)
+    assert table.forget("gone") == 1
+    assert table.games("a", "gone") == 0 and table.expected_return("gone", "c") == 0.0
+    assert table.games("a", "c") == 1
+    assert "gone" not in json.dumps(table.to_dict())

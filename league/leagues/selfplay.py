@@ -64,6 +64,8 @@ class SelfPlayLeague(TrainingLeague):
         # samplers one snapshot interval later, when those episodes are long over.
         calls += [submit(s, "remove_policy", pid) for pid in self._retiring for s in samplers]
         resolve_lenient(calls, samplers * (1 + len(self._retiring)))  # a restarting sampler gets the league from its hook
+        for pid in self._retiring:
+            self.pool.payoff.forget(pid)
         self._retiring = [evicted.policy_id] if evicted is not None else []
 
     def metrics(self, iteration: int, learner: Any) -> dict[str, Any]:

@@ -140,6 +140,16 @@ class PayoffTable:
             value = float(returns[0] / returns[1])
         return -value if flipped else value
 
+    def forget(self, player: str) -> int:
+        """Drop every record involving ``player`` (e.g. a snapshot evicted from the league);
+        returns how many pairs were dropped. Keeps a long run's table (and checkpoints) bounded."""
+        dropped = 0
+        for table in (self._counts, self._returns, self._exact):
+            for key in [k for k in table if player in k]:
+                del table[key]
+                dropped += table is self._counts
+        return dropped
+
     def counts(self, a: str, b: str) -> tuple[float, float, float]:
         """Decayed ``(wins, draws, losses)`` of ``a`` against ``b`` (zeros if unplayed)."""
         key, flipped = self._key(a, b)
