@@ -25,15 +25,17 @@ from typing import Any
 # PSRO with a PPO best response, reset after each snapshot (PSRO proper); poker is scored
 # in chips, so the meta-game is exact expected return (league.meta_game: auto).
 DEFAULTS = {
+    # Many small PPO updates per best response: with 20 large ones (batch 2000, lr 1e-3) the
+    # oracle found about half of a small best-response gain, and PSRO stalled near 0.06.
     "kuhn_poker": [
-        "league=psro", "league.snapshot_steps=40000", "league.exploitability_interval=4",
-        "algo.params.lr=0.001", "algo.params.gamma=1.0", "algo.params.lam=1.0",
-        "algo.params.train_batch_size=2000", "algo.params.minibatch_size=256",
+        "league=psro", "league.snapshot_steps=60000", "league.exploitability_interval=4",
+        "algo.params.lr=0.003", "algo.params.entropy_coef=0.003", "algo.params.gamma=1.0", "algo.params.lam=1.0",
+        "algo.params.train_batch_size=1000", "algo.params.minibatch_size=250", "algo.params.num_epochs=6",
     ],
     "leduc_poker": [
         "league=psro", "league.snapshot_steps=150000", "league.exploitability_interval=10",
-        "algo.params.lr=0.0005", "algo.params.gamma=1.0", "algo.params.lam=1.0",
-        "algo.params.train_batch_size=4000", "algo.params.minibatch_size=512",
+        "algo.params.lr=0.003", "algo.params.entropy_coef=0.003", "algo.params.gamma=1.0", "algo.params.lam=1.0",
+        "algo.params.train_batch_size=2000", "algo.params.minibatch_size=500", "algo.params.num_epochs=6",
     ],
 }
 
