@@ -13,8 +13,10 @@ Arguments are ``key=value`` pairs (lists in brackets, as in Hydra overrides):
 - ``policies`` (default: the checkpoint's learning policies): who plays the opponents;
 - ``episodes`` per pair (100), ``explore`` (false: every policy acts greedily, scripted
   players break ties by lowest action; true: policies sample, scripted players break
-  ties at random), ``seed`` (0), ``num_envs`` (8), ``depth`` (4), ``output`` (a JSON file
-  for the results, optional).
+  ties at random), ``scripted_random_ties`` (false; true: scripted players break ties at
+  random even when everyone else acts greedily: a greedy policy then meets a varied
+  opponent), ``seed`` (0), ``num_envs`` (8), ``depth`` (4), ``output`` (a JSON file for
+  the results, optional).
 
 Games run in this process (no Ray) on a sampler's evaluation runner, seats drawn at
 random per episode. The output is a table of wins/draws/losses per pair, with the win
@@ -48,6 +50,7 @@ class EvalArgs:
     seed: int = 0
     num_envs: int = 8
     depth: int = 4
+    scripted_random_ties: bool = False
     output: str | None = None
 
 
@@ -100,8 +103,9 @@ def parse_args(argv: Sequence[str]) -> EvalArgs:
         value = getattr(args, name)
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-    if not isinstance(args.explore, bool):
-        raise ValueError(f"explore must be true or false, got {args.explore!r}")
+    for name in ("explore", "scripted_random_ties"):
+        if not isinstance(getattr(args, name), bool):
+            raise ValueError(f"{name} must be true or false, got {getattr(args, name)!r}")
     return args
 
 
@@ -123,6 +127,7 @@ def evaluate_checkpoint(
     seed: int = 0,
     num_envs: int = 8,
     depth: int = 4,
+    scripted_random_ties: bool = False,
 ) -> tuple[list[PairResult], dict[str, float], dict[str, Any]]:
     """Play every (policy, opponent) pair; returns the results, Elo ratings and checkpoint info."""
     from league.algos import make_algorithm
@@ -149,7 +154,7 @@ def evaluate_checkpoint(
             name, params = _algorithm_params(ckpt.config, pid)
             factories[pid] = make_algorithm(name, spec, params)
         elif pid in ("random", "negamax", "minimax"):
-            factories[pid] = scripted_factory(pid, spec, depth)
+            factories[pid] = scripted_factory(pid, spec, depth, scripted_random_ties)
         else:
             raise ValueError(f"unknown opponent '{pid}'; known: random, negamax, minimax, or a policy in the checkpoint {sorted(ckpt.policies)}")
     for pid in players:
@@ -182,12 +187,12 @@ def evaluate_checkpoint(
     return results, elo, info
 
 
-def _print(results: list[PairResult], elo: dict[str, float], info: dict[str, Any], explore: bool) -> None:
+def _print(results: list[PairResult], elo: dict[str, float], info: dict[str, Any], explore: bool, random_ties: bool = False) -> None:
     from rich.console import Console
     from rich.table import Table
 
     console = Console()
-    mode = "sampling" if explore else "greedy"
+    mode = ("sampling" if explore else "greedy") + (", scripted ties random" if random_ties and not explore else "")
     header = f"league-eval: {info['checkpoint']} (iteration {info['iteration']}, {info['env_steps']} env steps, {info['env']}, {mode})"
     console.print(header, soft_wrap=True, highlight=False, markup=False)
     table = Table()
@@ -209,12 +214,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parse_args(sys.argv[1:] if argv is None else argv)
         results, elo, info = evaluate_checkpoint(
-            args.checkpoint, args.opponents, args.policies, args.episodes, args.explore, args.seed, args.num_envs, args.depth
+            args.checkpoint, args.opponents, args.policies, args.episodes, args.explore, args.seed, args.num_envs, args.depth,
+            args.scripted_random_ties,
         )
     except ValueError as err:  # CheckpointError included
         print(f"league-eval: {err}", file=sys.stderr)
         return 2
-    _print(results, elo, info, args.explore)
+    _print(results, elo, info, args.explore, args.scripted_random_ties)
     if args.output:
         payload = {**info, "args": asdict(args), "results": [{**asdict(r), "win_rate": r.win_rate} for r in results], "elo": elo}
         Path(args.output).write_text(json.dumps(payload, indent=2))

@@ -33,13 +33,16 @@ class _BoardSearchPolicy(Policy):
 
     Args:
         seed: seed of the generator that breaks ties between equally good moves.
+        random_ties: break ties at random even when asked to act greedily (an evaluation
+            of greedy learned policies against a scripted player that still varies).
     """
 
     obs_shape: tuple[int, ...]
     num_actions: int
 
-    def __init__(self, seed: int | None = None) -> None:
+    def __init__(self, seed: int | None = None, random_ties: bool = False) -> None:
         self._rng = np.random.default_rng(seed)
+        self.random_ties = bool(random_ties)
 
     def compute_actions(
         self, obs: np.ndarray, action_mask: np.ndarray, explore: bool = True
@@ -68,7 +71,7 @@ class _BoardSearchPolicy(Policy):
                 continue
             best = max(scores.values())
             top = sorted(a for a, s in scores.items() if s == best)
-            actions[row] = self._rng.choice(top) if explore else top[0]
+            actions[row] = self._rng.choice(top) if explore or self.random_ties else top[0]
         return {"actions": actions}
 
     @abstractmethod
@@ -220,10 +223,10 @@ class ConnectFourNegamaxPolicy(_BoardSearchPolicy):
     obs_shape = (_C4_ROWS, _C4_COLS, 2)
     num_actions = _C4_COLS
 
-    def __init__(self, depth: int = 4, seed: int | None = None) -> None:
+    def __init__(self, depth: int = 4, seed: int | None = None, random_ties: bool = False) -> None:
         if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
             raise ValueError(f"depth must be an int >= 1, got {depth!r}")
-        super().__init__(seed)
+        super().__init__(seed, random_ties)
         self.depth = depth
 
     def _score_moves(self, obs: np.ndarray, legal: list[int]) -> dict[int, int]:
@@ -256,12 +259,16 @@ class ScriptedFactory(PolicyFactory):
         return self.cls(seed=seed, **self.kwargs)
 
 
-def scripted_factory(name: str, spec: Any, depth: int = 2) -> PolicyFactory:
+def scripted_factory(name: str, spec: Any, depth: int = 2, random_ties: bool = False) -> PolicyFactory:
     """The factory of scripted player ``name`` (``random``, ``negamax`` of search ``depth``,
-    ``minimax``) for agents of ``spec``; ValueError when it cannot play that game."""
+    ``minimax``) for agents of ``spec``; ValueError when it cannot play that game.
+    ``random_ties``: search players break ties at random even when acting greedily."""
     if name == "random":
         return RandomPolicyFactory()
-    known = {"negamax": (ConnectFourNegamaxPolicy, {"depth": depth}), "minimax": (TicTacToeMinimaxPolicy, {})}
+    known = {
+        "negamax": (ConnectFourNegamaxPolicy, {"depth": depth, "random_ties": random_ties}),
+        "minimax": (TicTacToeMinimaxPolicy, {"random_ties": random_ties}),
+    }
     if name not in known:
         raise ValueError(f"unknown scripted player {name!r}; known: ['random', 'negamax', 'minimax']")
     cls, kwargs = known[name]
