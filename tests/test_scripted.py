@@ -150,3 +150,19 @@ def test_scripted_input_validation() -> None:
         policy.compute_actions(np.zeros((2, 3, 3, 2), np.float32), mask)
     with pytest.raises(ValueError, match="depth"):
         ConnectFourNegamaxPolicy(depth=0)
+
+
+def test_random_ties_vary_greedy_play_only_among_equally_good_moves() -> None:
+    # Tic-tac-toe's empty board: every move draws under perfect play, so all nine tie.
+    obs = np.zeros((64, 3, 3, 2), dtype=np.float32)
+    mask = np.ones((64, 9), dtype=np.int8)
+    greedy = TicTacToeMinimaxPolicy(seed=0).compute_actions(obs, mask, explore=False)["actions"]
+    assert set(greedy.tolist()) == {0}  # lowest action when ties are broken greedily
+    varied = TicTacToeMinimaxPolicy(seed=0, random_ties=True).compute_actions(obs, mask, explore=False)["actions"]
+    assert len(set(varied.tolist())) > 3
+    # A winning move is never traded for a tie: X X . on the top row wins at action 2.
+    board = np.zeros((1, 3, 3, 2), dtype=np.float32)
+    board[0, 0, 0, 0] = board[0, 0, 1, 0] = 1.0
+    board[0, 1, 0, 1] = board[0, 1, 1, 1] = 1.0
+    legal = np.array([[0, 0, 1, 0, 0, 1, 1, 1, 1]], dtype=np.int8)
+    assert TicTacToeMinimaxPolicy(seed=1, random_ties=True).compute_actions(board, legal, explore=False)["actions"][0] == 2
