@@ -72,8 +72,9 @@ def best_rating(row: Mapping[str, Any]) -> str:
 def league_status(row: Mapping[str, Any]) -> str:
     """The league part of a status line: best rating and exploitability where the row has them."""
     parts = []
-    if best_rating(row):
-        parts.append(f"best rating {best_rating(row)}")
+    best = best_rating(row)
+    if best:
+        parts.append(f"best rating {best}")
     expl = row.get("exploitability") or {}
     if "meta_strategy" in expl:
         parts.append(f"exploitability {expl['meta_strategy']:.4f}")

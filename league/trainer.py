@@ -94,7 +94,8 @@ class Trainer:
         self.lost_sampler_calls = 0  # bookkeeping calls to samplers that died mid-call
         self._start = (0, 0)  # iteration and env steps when this process began
         self.learner_restores = 0
-        self._initial_learner_states: dict[str, bytes] = {}  # restore source before any checkpoint
+        self._initial_learner_states: dict[str, bytes] = {}  # each learning policy's state at its creation
+        self._fallback_states: dict[str, bytes] = {}  # a dead learner's source before any checkpoint of this run
 
     @property
     def checkpoint_root(self) -> Path:
@@ -135,10 +136,13 @@ class Trainer:
             self._restore_league(checkpoint)
         torch.manual_seed(cfg.seed)
         self.learner = self._make_learner()
+        # Read before any restore: what exploiters are reset to (a resumed run included, the
+        # fresh learner is seeded as the original run's was) and a dead learner's fallback.
+        self._initial_learner_states = {pid: self.learner.get_state(pid) for pid in self.learning}
+        self._fallback_states = dict(self._initial_learner_states)
         if checkpoint is not None:
             restore_learner(self.learner, checkpoint, self.learning)
-        if isinstance(self.learner, LearnerGroup):  # learner actors may die: keep a state to restore
-            self._initial_learner_states = {pid: self.learner.get_state(pid) for pid in self.learning}
+            self._fallback_states = {pid: checkpoint.learner_states[pid] for pid in self.learning}
 
         self.samplers = self._make_samplers(**self._sampler_setup())
         self._load_samplers()
@@ -163,7 +167,7 @@ class Trainer:
         shared = share(weights, self.samplers)
         resolve([submit(s, "set_weights", shared) for s in self.samplers], self.samplers)
         if self.league is not None:
-            self.league.bind(self.samplers, self.learner)
+            self.league.bind(self.samplers, self._initial_learner_states)
             if len(self.samplers) > 1:  # each sampler its own matchup source (a batch is consumed once)
                 sources = [self.league.matchups() for _ in self.samplers]
                 resolve([submit(s, "set_matchups", m) for s, m in zip(self.samplers, sources)], self.samplers)
@@ -277,8 +281,9 @@ class Trainer:
         return self._finish(time.perf_counter() - start)
 
     def restore_learner_after(self, died: LearnerDied, err: BaseException) -> None:
-        """A learner actor died: restore its policies from the latest checkpoint (or the
-        run's start), make every sampler act with those weights, rebuild the plan; or stop
+        """A learner actor died: restore its policies from the latest checkpoint (else the one
+        this run resumed from, else the run's start), make every sampler act with those
+        weights, rebuild the plan; or stop
         with a message naming the policies when ``learner.on_failure`` is ``stop``."""
         if self.cfg.learner.on_failure == "stop" or self.learner_restores >= MAX_LEARNER_RESTORES:
             why = "learner.on_failure is 'stop'" if self.cfg.learner.on_failure == "stop" else f"{MAX_LEARNER_RESTORES} restores already"
@@ -286,7 +291,8 @@ class Trainer:
         try:
             states, source = states_from_checkpoint(self.checkpoint_root, died.policy_ids)
         except CheckpointError:
-            states, source = {pid: self._initial_learner_states[pid] for pid in died.policy_ids}, "the run's start"
+            source = self.resumed_from or "the run's start"
+            states = {pid: self._fallback_states[pid] for pid in died.policy_ids}
         restore_dead_learner(self.learner, died, states, self.samplers)
         counters = dict(self.plan.metrics.counters)
         self.plan = self._build_plan()  # requests in flight were made with the lost weights

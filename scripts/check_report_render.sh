@@ -30,20 +30,16 @@ if [[ -z "$RUN_DIR" ]]; then
     "$PYTHON" - "$RUN_DIR" <<'EOF'
 import sys
 
-from league.config import parse_run_config
 from league.trainer import Trainer
 
-cfg = parse_run_config(
-    {
-        "env": {"name": "tictactoe"},
-        "algo": {"name": "ppo", "params": {"train_batch_size": 64, "minibatch_size": 32, "num_epochs": 1}},
-        "sampler": {"num_samplers": 1, "num_envs": 2, "fragment_length": 16, "mode": "bulk_sync", "remote": False},
-        "league": {"snapshot_interval": 1, "max_snapshots": 3},
-        "eval": {"interval": 1, "episodes": 4},
-        "stop": {"iterations": 6, "time_s": 0, "env_steps": 0},
-        "logging": {"tensorboard": False, "progress": False},
-        "verbose": False,
-    }
+sys.path.insert(0, "tests")  # the tests' tiny run (run from the repository root, as below)
+from run_helpers import tiny_run_config
+
+cfg = tiny_run_config(
+    algo={"name": "ppo", "params": {"train_batch_size": 64, "minibatch_size": 32, "num_epochs": 1}},
+    stop={"iterations": 6},
+    checkpoint={"interval": 0},
+    logging={"progress": False},
 )
 trainer = Trainer(cfg, sys.argv[1])
 try:

@@ -152,6 +152,33 @@ def test_coordinated_run_resumes_with_its_league(tmp_path):
         resumed.close()
 
 
+
+def test_a_resumed_league_resets_exploiters_to_their_original_initial_weights(tmp_path):
+    import io
+
+    import torch
+
+    cfg = _config("alphastar", num_main_exploiters=1, snapshot_steps=100_000)
+    first = Trainer(cfg, tmp_path / "a")
+    first.train()
+    first.close()
+    fresh = Trainer(_config("alphastar", num_main_exploiters=1, snapshot_steps=100_000), tmp_path / "fresh")
+    fresh.setup()
+    initial = fresh.learner.get_weights(["main_exploiter"])["main_exploiter"]
+    fresh.close()
+    resumed_cfg = _config("alphastar", num_main_exploiters=1, snapshot_steps=100_000)
+    resumed_cfg.resume = str(tmp_path / "a")
+    resumed = Trainer(resumed_cfg, tmp_path / "b")
+    resumed.setup()
+    try:
+        trained = resumed.learner.get_weights(["main_exploiter"])["main_exploiter"]
+        assert any(not np.array_equal(trained[k], initial[k]) for k in initial)  # it did resume trained weights
+        reset_to = torch.load(io.BytesIO(resumed.league._initial_states["main_exploiter"]), weights_only=True)["model"]
+        for k, v in initial.items():
+            np.testing.assert_array_equal(reset_to[k].numpy(), v)  # not the resumed weights
+    finally:
+        resumed.close()
+
 @pytest.mark.ray
 def test_coordinator_actor_death_loses_and_doubles_no_game(ray_session):
     cfg = _config("pfsp", scripted=["random"], remote=True)
@@ -173,7 +200,7 @@ def test_coordinator_actor_death_loses_and_doubles_no_game(ray_session):
         ]
 
     league.record(episodes(0, 5))
-    league._save()  # a periodic save
+    league.state()  # saves the coordinator, as a checkpoint or the periodic save does
     league.record(episodes(5, 3))
     ray_session.kill(league.coordinator)
     league.record(episodes(8, 4))  # finds the actor dead: restores, replays 5..7, then reports 8..11

@@ -351,20 +351,15 @@ def test_cli_cannot_write(small_run, tmp_path, capsys):
 
 # A real run -----------------------------------------------------------------------
 def test_report_of_a_real_in_process_run(tmp_path):
-    from league.config import parse_run_config
     from league.trainer import Trainer
+    from run_helpers import tiny_run_config
 
-    cfg = parse_run_config(
-        {
-            "env": {"name": "tictactoe"},
-            "algo": {"name": "ppo", "params": {"train_batch_size": 64, "minibatch_size": 32, "num_epochs": 1}},
-            "sampler": {"num_samplers": 1, "num_envs": 2, "fragment_length": 16, "mode": "bulk_sync", "remote": False},
-            "league": {"snapshot_interval": 1, "max_snapshots": 2},
-            "eval": {"interval": 1, "episodes": 4},
-            "stop": {"iterations": 3, "time_s": 0, "env_steps": 0},
-            "logging": {"tensorboard": False, "progress": False},
-            "verbose": False,
-        }
+    cfg = tiny_run_config(
+        algo={"name": "ppo", "params": {"train_batch_size": 64, "minibatch_size": 32, "num_epochs": 1}},
+        league={"max_snapshots": 2},
+        stop={"iterations": 3},
+        checkpoint={"interval": 0},
+        logging={"progress": False},
     )
     run_dir = tmp_path / "real"
     trainer = Trainer(cfg, run_dir)

@@ -20,31 +20,11 @@ import torch
 
 from league.algos import make_algorithm
 from league.checkpoint import CheckpointError, read_checkpoint
-from league.config import parse_run_config
 from league.envs import make_env
 from league.learn import Learner
 from league.sampling import Sampler, UniformMatchups
 from league.trainer import MAIN, Trainer
-
-
-def _config(**overrides):
-    values = {
-        "env": {"name": "tictactoe"},
-        "algo": {"name": "ppo", "params": {"train_batch_size": 64, "minibatch_size": 32, "num_epochs": 2}},
-        "sampler": {"num_samplers": 1, "num_envs": 2, "fragment_length": 16, "mode": "bulk_sync", "remote": False},
-        "league": {"snapshot_interval": 1, "max_snapshots": 3},
-        "eval": {"interval": 1, "episodes": 4},
-        "stop": {"iterations": 2, "time_s": 0, "env_steps": 0},
-        "checkpoint": {"interval": 1, "keep_last": 5},
-        "logging": {"tensorboard": False},
-        "verbose": False,
-    }
-    for key, value in overrides.items():
-        if isinstance(value, dict) and isinstance(values.get(key), dict):
-            values[key] = {**values[key], **value}
-        else:
-            values[key] = value
-    return parse_run_config(values)
+from run_helpers import tiny_run_config as _config
 
 
 def _train(cfg, run_dir: Path) -> Trainer:

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["is_ray_actor", "call", "call_all", "submit", "resolve", "resolve_lenient", "share", "check_same_kind"]
+__all__ = ["is_ray_actor", "is_actor_death", "call", "call_all", "submit", "resolve", "resolve_lenient", "share", "check_same_kind"]
 
 
 def is_ray_actor(obj: object) -> bool:
@@ -21,6 +21,18 @@ def is_ray_actor(obj: object) -> bool:
     if ray is None:
         return False
     return isinstance(obj, ray.actor.ActorHandle)
+
+
+def is_actor_death(err: BaseException) -> bool:
+    """Whether ``err`` is Ray saying an actor is dead or unreachable (False if Ray was never imported).
+
+    ``RayActorError`` covers ``ActorDiedError`` and ``ActorUnavailableError``.
+    """
+    if sys.modules.get("ray") is None:
+        return False
+    from ray.exceptions import RayActorError
+
+    return isinstance(err, RayActorError)
 
 
 def _method(obj: object, method: str) -> Any:
@@ -63,14 +75,15 @@ def resolve_lenient(pending: Sequence[Any], objs: Sequence[object], default: Any
     if not any(is_ray_actor(o) for o in objs):
         return results, failed
     import ray
-    from ray.exceptions import RayActorError
 
     for i, (ref, obj) in enumerate(zip(pending, objs)):
         if not is_ray_actor(obj):
             continue
         try:
             results[i] = ray.get(ref)
-        except RayActorError:  # ActorDiedError and ActorUnavailableError included
+        except Exception as err:
+            if not is_actor_death(err):
+                raise
             results[i] = default
             failed += 1
     return results, failed

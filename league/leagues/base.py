@@ -66,8 +66,9 @@ class TrainingLeague(ABC):
     def update(self, iteration: int, counters: Mapping[str, int], learner: Any, samplers: Sequence[Any]) -> None:
         """After an iteration: take snapshots / reset players as due, on samplers and learner."""
 
-    def bind(self, samplers: Sequence[Any], learner: Any) -> None:
-        """The run's samplers and learner, once they exist (before the first iteration)."""
+    def bind(self, samplers: Sequence[Any], initial_states: Mapping[str, bytes]) -> None:
+        """The run's samplers, once they exist (before the first iteration), and every learning
+        policy's learner state at its creation (``Learner.get_state``)."""
         self.samplers = list(samplers)
 
     def evaluation_matchups(self) -> list[Matchup]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from league.flow.actors import call, is_ray_actor, resolve_lenient, submit
+from league.flow.actors import call, is_actor_death, is_ray_actor, resolve_lenient, submit
 from league.leagues.base import TrainingLeague, Weights, load_frozen_policies
 from league.population.coordinator import (
     LeagueCoordinator,
@@ -106,11 +106,10 @@ class CoordinatedLeague(TrainingLeague):
         self._view = call(self.coordinator, "view")
 
     # Setup ------------------------------------------------------------------------
-    def bind(self, samplers: Sequence[Any], learner: Any) -> None:
-        """The samplers to keep in step, and each learning player's initial learner state (for resets)."""
+    def bind(self, samplers: Sequence[Any], initial_states: Mapping[str, bytes]) -> None:
+        """The samplers to keep in step, and each learning player's initial learner state (what a reset restores)."""
         self.samplers = list(samplers)
-        if not self._initial_states:  # once: new samplers later (a restart) change nothing here
-            self._initial_states = {pid: learner.get_state(pid) for pid in self.learning}
+        self._initial_states = {pid: initial_states[pid] for pid in self.learning}
 
     @property
     def payoff(self) -> PayoffTable:
@@ -241,7 +240,7 @@ class CoordinatedLeague(TrainingLeague):
         try:
             return call(self.coordinator, method, *args)
         except Exception as err:
-            if not (self.remote and _actor_died(err)):
+            if not (self.remote and is_actor_death(err)):
                 raise
         self._restart_coordinator()
         return call(self.coordinator, method, *args)
@@ -271,10 +270,3 @@ class CoordinatedLeague(TrainingLeague):
 
             ray.kill(self.coordinator)
 
-
-def _actor_died(err: BaseException) -> bool:
-    try:
-        from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError
-    except ImportError:  # pragma: no cover - remote implies Ray
-        return False
-    return isinstance(err, (ActorDiedError, ActorUnavailableError, RayActorError))

@@ -17,20 +17,18 @@ digs it out. Nothing here imports Ray unless an actor handle is involved.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from league.checkpoint import CheckpointError, find_checkpoint, read_checkpoint
-from league.flow.actors import is_ray_actor, resolve, share, submit
+from league.flow.actors import is_actor_death, is_ray_actor, resolve, share, submit
 
 __all__ = [
     "LearnerDied",
     "find_learner_died",
     "states_from_checkpoint",
     "restore_dead_learner",
-    "is_actor_death",
     "gather",
     "check_states",
     "kill_learner",
@@ -58,15 +56,6 @@ class LearnerDied(RuntimeError):
     def __reduce__(self) -> tuple[Any, ...]:  # picklable, e.g. inside a PlanError sent through Ray
         cause = self.cause if isinstance(self.cause, str) else f"{type(self.cause).__name__}: {self.cause}"
         return (LearnerDied, (self.learner_index, self.policy_ids, cause))
-
-
-def is_actor_death(err: BaseException) -> bool:
-    """Whether ``err`` is Ray saying an actor is dead or unreachable (False if Ray was never imported)."""
-    if sys.modules.get("ray") is None:
-        return False
-    from ray.exceptions import RayActorError
-
-    return isinstance(err, RayActorError)
 
 
 def gather(

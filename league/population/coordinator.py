@@ -120,12 +120,10 @@ class MatchupBatch(MatchupSource):
     def next_matchup(self, agents: Sequence[str], episode_index: int, rng: np.random.Generator) -> Matchup:
         """The next matchup of the batch (see the class docstring when it runs out)."""
         if self._position >= len(self._matchups):
-            if self.refill is not None and self._refill():
-                pass
-            elif self._matchups:
+            if self.refill is None or not self._refill():
+                if not self._matchups:
+                    raise RuntimeError("MatchupBatch has no matchups: its first refill failed")
                 self.wraps += 1
-            else:
-                raise RuntimeError("MatchupBatch has no matchups: its first refill failed")
             self._position = 0
         matchup = self._matchups[self._position]
         self._position += 1
