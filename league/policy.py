@@ -4,6 +4,11 @@ A sampler knows nothing about algorithms: it calls :meth:`Policy.compute_actions
 per policy per step on a batch of observations and stores every column the policy
 returns (``actions`` always; e.g. ``action_logp`` and ``vf_preds`` for PPO). Learning
 algorithms, frozen snapshots and scripted players all implement this interface.
+
+Exact evaluation (:mod:`league.population.exploitability`) needs a policy's action
+*distribution* rather than samples: :meth:`Policy.action_probabilities` gives the
+distribution ``compute_actions(obs, mask, explore=True)`` draws from, i.e. the policy as
+it plays its league games (samplers always act with ``explore=True``).
 """
 
 from __future__ import annotations
@@ -15,7 +20,14 @@ import numpy as np
 
 from league.batch import SampleBatch
 
-__all__ = ["Policy", "PolicyFactory", "RandomPolicy", "RandomPolicyFactory", "masked_uniform_actions"]
+__all__ = [
+    "Policy",
+    "PolicyFactory",
+    "RandomPolicy",
+    "RandomPolicyFactory",
+    "masked_uniform_actions",
+    "masked_uniform_probabilities",
+]
 
 
 def masked_uniform_actions(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -30,6 +42,19 @@ def masked_uniform_actions(mask: np.ndarray, rng: np.random.Generator) -> np.nda
     # k-th legal action, k uniform in [0, count): first index whose cumsum exceeds k.
     k = (rng.random(len(m)) * counts).astype(np.int64)
     return (np.cumsum(m, axis=1) > k[:, None]).argmax(axis=1).astype(np.int64)
+
+
+def masked_uniform_probabilities(mask: np.ndarray) -> np.ndarray:
+    """``float64[B, A]``: per row of an ``[B, A]`` 0/1 mask, ``1 / n_legal`` on each legal
+    action and 0 on illegal ones (the distribution :func:`masked_uniform_actions` samples).
+
+    Raises ``ValueError`` if a row has no legal action.
+    """
+    m = np.asarray(mask, dtype=bool)
+    counts = m.sum(axis=1, keepdims=True)
+    if (counts == 0).any():
+        raise ValueError(f"action mask row {int(np.argmin(counts.ravel()))} has no legal action")
+    return m / counts
 
 
 class Policy(ABC):
@@ -54,6 +79,30 @@ class Policy(ABC):
             wants stored (all with first dimension ``B``). Never a masked action.
         """
 
+    def action_probabilities(self, obs: np.ndarray, action_mask: np.ndarray) -> np.ndarray:
+        """The distribution ``compute_actions(obs, action_mask, explore=True)`` samples from.
+
+        This is the policy as it plays league games (samplers act with ``explore=True``),
+        and what exact evaluation reads at every information state.
+
+        Args:
+            obs: ``float32[B, *obs_shape]``.
+            action_mask: ``int8[B, num_actions]``, 1 for legal actions; every row has one.
+
+        Returns:
+            ``float[B, num_actions]`` (float32 or float64): each row sums to 1 over the
+            legal actions and is 0 on illegal ones.
+
+        Raises:
+            NotImplementedError: the default, for policies that can only sample. It is not
+                abstract so that sampling-only policies (test doubles, benchmarks) stay
+                valid; exact evaluation then names the class that lacks it.
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__} does not implement action_probabilities(obs, action_mask), "
+            "which exact evaluation (exploitability, exact meta-game payoffs) needs"
+        )
+
     def get_weights(self) -> dict[str, np.ndarray]:
         """Parameters as numpy arrays (empty for parameter-free policies)."""
         return {}
@@ -73,6 +122,10 @@ class RandomPolicy(Policy):
     ) -> dict[str, np.ndarray]:
         """Uniform over the legal actions of each row."""
         return {"actions": masked_uniform_actions(action_mask, self._rng)}
+
+    def action_probabilities(self, obs: np.ndarray, action_mask: np.ndarray) -> np.ndarray:
+        """``1 / n_legal`` on each legal action of a row (``explore`` changes nothing)."""
+        return masked_uniform_probabilities(action_mask)
 
 
 class PolicyFactory(ABC):

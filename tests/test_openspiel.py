@@ -295,7 +295,12 @@ def test_bad_policies_are_rejected() -> None:
 
     with pytest.raises(ValueError, match="illegal"):
         exploitability("leduc_poker", Cheater())
-    with pytest.raises(TypeError, match="action_probabilities"):
+    # A Policy that can only sample: the contract's default names the class and the method.
+    with pytest.raises(NotImplementedError, match="Opaque does not implement action_probabilities"):
         exploitability("kuhn_poker", Opaque())
+    with pytest.raises(TypeError, match="action_probabilities"):
+        exploitability("kuhn_poker", object())
+    with pytest.raises(ValueError, match="observation must be one of"):
+        exploitability("kuhn_poker", RandomPolicy(), observation="pixels")
     with pytest.raises(ValueError, match="policies"):
         exploitability("kuhn_poker", [RandomPolicy()] * 3)

@@ -12,6 +12,13 @@ the model's state dict only, exactly as the learner produces it.
 ``compute_actions`` also returns the action mask it was given (column ``action_mask``):
 the sampler hands ``postprocess_trajectory`` the policy outputs of the state after a
 cut chunk, and this is how that state's mask reaches the n-step targets.
+
+``action_probabilities`` (exact evaluation) is the *exploring* policy, the distribution
+``compute_actions(explore=True)`` draws from at the current :attr:`epsilon`: that is how
+the policy plays every league game (samplers always explore, frozen snapshots included),
+so exact payoffs and exploitability describe the same player the empirical payoff table
+sees. For a frozen policy (``learns=False``, as exact evaluation builds it) that is the
+schedule's final epsilon; with a final epsilon of 0 it is the greedy policy.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ from torch import nn
 from league.algos.q_models import masked_argmax
 from league.algos.schedules import Schedule
 from league.batch import Columns as C
-from league.policy import Policy, masked_uniform_actions
+from league.policy import Policy, masked_uniform_actions, masked_uniform_probabilities
 
 __all__ = ["EpsilonGreedyQPolicy"]
 
@@ -64,6 +71,22 @@ class EpsilonGreedyQPolicy(Policy):
             if self.learns:
                 self.steps += len(actions)
         return {C.ACTIONS: actions.astype(np.int64, copy=False), C.ACTION_MASK: action_mask}
+
+    def action_probabilities(self, obs: np.ndarray, action_mask: np.ndarray) -> np.ndarray:
+        """``float64[B, A]``: ``eps / n_legal`` on every legal action, plus ``1 - eps`` on
+        the greedy one (so it holds ``(1 - eps) + eps / n_legal``), with ``eps`` =
+        :attr:`epsilon`; 0 on illegal actions. Reading it counts no exploration steps.
+
+        The greedy action is :func:`masked_argmax`'s, the lowest index among equal Q-values,
+        exactly as ``compute_actions`` picks it.
+        """
+        with torch.inference_mode():
+            q = self.model(torch.from_numpy(np.asarray(obs, dtype=np.float32)))
+            greedy = masked_argmax(q, torch.from_numpy(np.asarray(action_mask))).numpy()
+        eps = float(self.epsilon)
+        probs = eps * masked_uniform_probabilities(action_mask)
+        probs[np.arange(len(probs)), greedy] += 1.0 - eps
+        return probs
 
     def get_weights(self) -> dict[str, np.ndarray]:
         """State dict as numpy arrays."""

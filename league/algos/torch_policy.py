@@ -45,6 +45,22 @@ class ActorCriticPolicy(Policy):
             logp = logp_all.gather(1, actions.unsqueeze(1)).squeeze(1)
         return {"actions": actions.numpy(), "action_logp": logp.numpy(), "vf_preds": values.numpy()}
 
+    def action_probabilities(self, obs: np.ndarray, action_mask: np.ndarray) -> np.ndarray:
+        """``float64[B, A]``: softmax of the masked logits (what ``explore=True`` samples).
+
+        Illegal actions get exactly 0, not ``exp(MASKED_LOGIT)``'s underflow, so a row
+        sums to 1 over its legal actions alone.
+        """
+        with torch.inference_mode():
+            logits, _ = self.model(torch.from_numpy(np.asarray(obs, dtype=np.float32)))
+            mask = torch.from_numpy(np.asarray(action_mask)).bool()
+            # Softmax in float64: float32 logits of a sharp policy would round small legal
+            # probabilities to 0 and leave rows summing to 1 only within float32 precision.
+            probs = torch.softmax(masked_logits(logits.double(), mask), dim=-1)
+            probs = torch.where(mask, probs, torch.zeros_like(probs))
+            probs = probs / probs.sum(dim=-1, keepdim=True)
+        return probs.numpy()
+
     def get_weights(self) -> dict[str, np.ndarray]:
         """State dict as numpy arrays."""
         return {k: v.detach().cpu().numpy() for k, v in self.model.state_dict().items()}

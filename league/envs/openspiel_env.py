@@ -9,8 +9,10 @@
 * Observation: ``state.information_state_tensor(player)`` as float32 in the game's
   tensor shape (``observation="observation"`` uses ``observation_tensor`` instead);
   mask: ``legal_actions_mask(player)`` as int8 over ``game.num_distinct_actions()``.
-  :func:`information_state_obs` is the one function that builds it, so league policies
-  are queried with the same tensors when their exploitability is computed.
+  :meth:`OpenSpielEnv.observe` is the one place that builds it (through
+  :func:`information_state_obs`); exact evaluation queries league policies through the
+  training env's own ``observe`` (:meth:`league.leagues.exact.ExactMetaGame.from_env`),
+  so env kwargs (``observation``, game parameters) reach it unchanged.
 * Rewards: after each move every agent receives the sum of ``state.rewards()`` over
   the transitions applied in that step (the move and the chance outcomes that follow
   it); summed over an episode this equals ``state.returns()``, counted once.
@@ -21,6 +23,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -28,10 +31,14 @@ import pyspiel
 
 from league.envs.base import AgentSpec, MultiAgentEnv, TimeStep
 
-__all__ = ["OBSERVATION_KINDS", "OpenSpielEnv", "agent_name", "information_state_obs", "load_game"]
+__all__ = ["OBSERVATION_KINDS", "Observer", "OpenSpielEnv", "agent_name", "information_state_obs", "load_game"]
 
 #: What the observation holds: the player's information state or its observation tensor.
 OBSERVATION_KINDS: tuple[str, ...] = ("info_state", "observation")
+
+#: ``observer(state, player) -> float32[*obs_shape]``: what a league policy sees as
+#: ``player`` at ``state`` (e.g. a bound :meth:`OpenSpielEnv.observe`).
+Observer = Callable[[pyspiel.State, int], np.ndarray]
 
 
 def agent_name(player: int) -> str:
@@ -60,8 +67,11 @@ def load_game(game: str | pyspiel.Game, **params: Any) -> pyspiel.Game:
 
 
 def information_state_obs(state: pyspiel.State, player: int, observation: str = "info_state") -> np.ndarray:
-    """The observation of ``player`` at ``state``, float32 in the game's tensor shape."""
+    """The observation of ``player`` at ``state``, float32 in the game's tensor shape:
+    its information-state tensor (``"info_state"``) or observation tensor (``"observation"``)."""
     game = state.get_game()
+    if observation not in OBSERVATION_KINDS:
+        raise ValueError(f"observation must be one of {OBSERVATION_KINDS}, got {observation!r}")
     if observation == "info_state":
         return np.asarray(state.information_state_tensor(player), dtype=np.float32).reshape(
             game.information_state_tensor_shape()
@@ -116,6 +126,11 @@ class OpenSpielEnv(MultiAgentEnv):
         self._state: pyspiel.State | None = None
         self._steps = 0
         self._pending = np.zeros(self.game.num_players())  # chance rewards before the first move
+
+    def observe(self, state: pyspiel.State, player: int) -> np.ndarray:
+        """What ``player`` sees at ``state`` (a state of :attr:`game`) in this env: the
+        observation every :class:`TimeStep` carries, and an :data:`Observer`."""
+        return information_state_obs(state, player, self.observation)
 
     @property
     def state(self) -> pyspiel.State | None:
@@ -173,10 +188,7 @@ class OpenSpielEnv(MultiAgentEnv):
                 ts.done = True
             elif self.max_episode_steps is not None and self._steps >= self.max_episode_steps:
                 ts.truncated = {a: True for a in self.possible_agents}
-                ts.final_obs = {
-                    agent_name(p): information_state_obs(state, p, self.observation)
-                    for p in range(self.game.num_players())
-                }
+                ts.final_obs = {agent_name(p): self.observe(state, p) for p in range(self.game.num_players())}
                 ts.done = True
                 self._state = None
             else:
@@ -203,5 +215,5 @@ class OpenSpielEnv(MultiAgentEnv):
         if player < 0:
             raise RuntimeError(f"unexpected node kind: current player {player}")
         agent = agent_name(player)
-        ts.obs[agent] = information_state_obs(state, player, self.observation)
+        ts.obs[agent] = self.observe(state, player)
         ts.masks[agent] = np.asarray(state.legal_actions_mask(player), dtype=np.int8)

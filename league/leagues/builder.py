@@ -27,6 +27,20 @@ def learning_policy_ids(cfg: Any) -> list[str]:
     return build_league(cfg.league).learning
 
 
+def _exact_evaluator(cfg: Any) -> Any:
+    """The exact evaluator of an OpenSpiel run, built from an env made exactly as the
+    samplers make theirs (``cfg.env.name`` and ``cfg.env.kwargs``), so it scores the same
+    game (parameters included) and shows policies the same observations."""
+    from league.envs import make_env
+    from league.leagues.exact import ExactMetaGame
+
+    env = make_env(cfg.env.name, **cfg.env.kwargs)
+    try:
+        return ExactMetaGame.from_env(env)
+    finally:
+        env.close()
+
+
 def make_league(
     cfg: Any, algorithms: Mapping[str, Any], spec: Any, agents: Sequence[str], remote: bool
 ) -> TrainingLeague | None:
@@ -56,9 +70,7 @@ def make_league(
         raise ValueError(f"league.exploitability_interval needs an OpenSpiel env (kuhn_poker, leduc_poker...), not '{cfg.env.name}'")
     exact = None
     if game is not None and league.meta_game != "empirical":
-        from league.leagues.exact import ExactMetaGame
-
-        exact = ExactMetaGame(game)
+        exact = _exact_evaluator(cfg)
     # Poker is scored in chips: its meta-game is expected return, not win rate.
     recipe = build_league(league, utility="return" if game is not None else "win_rate")
     from league.leagues.coordinated import CoordinatedLeague

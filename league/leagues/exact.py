@@ -8,27 +8,72 @@ table's meta-game, and exploitability (NashConv / 2) is computed for the learnin
 players and for the league's meta-strategy: the Nash mixture of the frozen players'
 meta-game, played as one behaviour strategy (see
 :func:`league.population.exploitability.mixture_policy`).
+
+Policies are read through :meth:`league.policy.Policy.action_probabilities` (the
+distribution they play league games with) and shown exactly the observations training
+showed them: :meth:`ExactMetaGame.from_env` takes the game (with its parameters) and the
+observation function from the training env itself, built by the same factory and
+``env.kwargs`` as the samplers' envs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from league.population.matchmaking import NashMatchmaker
 from league.population.payoff import PayoffTable
+
+if TYPE_CHECKING:
+    import pyspiel
+
+    from league.envs.openspiel_env import Observer, OpenSpielEnv
 
 __all__ = ["ExactMetaGame"]
 
 
 class ExactMetaGame:
-    """Exact evaluation of league policies in OpenSpiel game ``game`` (see the module docstring)."""
+    """Exact evaluation of league policies in OpenSpiel game ``game`` (see the module docstring).
 
-    def __init__(self, game: str) -> None:
-        from league.envs.openspiel_env import load_game
+    Args:
+        game: a game name or a loaded ``pyspiel.Game`` (a simultaneous-move game is
+            played turn-based, as :class:`~league.envs.openspiel_env.OpenSpielEnv` plays it).
+        observation: what policies are shown: an observation kind (``"info_state"``,
+            ``"observation"``) or an ``Observer`` ``(state, player) -> obs``.
+        **params: game parameters when ``game`` is a name.
 
-        self.game = load_game(game)
+    A league's evaluator comes from :meth:`from_env`, so that it matches training.
+    """
+
+    def __init__(self, game: str | pyspiel.Game, observation: str | Observer = "info_state", **params: Any) -> None:
+        from league.envs.openspiel_env import OBSERVATION_KINDS, load_game
+
+        if not callable(observation) and observation not in OBSERVATION_KINDS:
+            raise ValueError(f"observation must be one of {OBSERVATION_KINDS} or an Observer, got {observation!r}")
+        self.game = load_game(game, **params)
+        self.observation = observation
         self._tables: dict[str, Any] = {}  # frozen policy id -> TabularPolicy
+
+    @classmethod
+    def from_env(cls, env: OpenSpielEnv) -> ExactMetaGame:
+        """The evaluator of the game ``env`` plays (its parameters included), showing
+        policies what ``env`` shows them (:meth:`~league.envs.openspiel_env.OpenSpielEnv.observe`).
+
+        Raises ``ValueError`` when ``env`` truncates episodes the game can play out
+        (``max_episode_steps`` below the game's longest play): training then plays a
+        different game from the one that would be evaluated.
+        """
+        from league.envs.openspiel_env import OpenSpielEnv
+
+        if not isinstance(env, OpenSpielEnv):
+            raise TypeError(f"exact evaluation needs an OpenSpielEnv, got {type(env).__name__}")
+        longest = env.game.max_game_length()
+        if env.max_episode_steps is not None and env.max_episode_steps < longest:
+            raise ValueError(
+                f"env {env.name!r} truncates episodes after {env.max_episode_steps} steps but its game "
+                f"lasts up to {longest} decisions: exact evaluation would score a different game"
+            )
+        return cls(env.game, observation=env.observe)
 
     def _policy(self, factory: Any, weights: Mapping[str, Any] | None) -> Any:
         policy = factory.make_policy(seed=0, learns=False)
@@ -45,7 +90,7 @@ class ExactMetaGame:
         from league.population.exploitability import tabular_policy
 
         if policy_id not in self._tables:
-            self._tables[policy_id] = tabular_policy(self.game, self._policy(*frozen))
+            self._tables[policy_id] = tabular_policy(self.game, self._policy(*frozen), self.observation)
         return self._tables[policy_id]
 
     def expected_return(self, a: str, frozen_a: tuple[Any, Any], b: str, frozen_b: tuple[Any, Any]) -> float:
@@ -55,10 +100,12 @@ class ExactMetaGame:
         return float(expected_returns(self.game, self.table(a, frozen_a), self.table(b, frozen_b)))
 
     def exploitability(self, factory: Any, weights: Mapping[str, Any]) -> float:
-        """Exploitability of a (learning) policy built by ``factory`` with ``weights``."""
+        """Exploitability of a (learning) policy built by ``factory`` with ``weights``,
+        played as a snapshot of it would play (built with ``learns=False``: e.g. a DQN
+        policy at its schedule's final epsilon)."""
         from league.population.exploitability import exploitability
 
-        return float(exploitability(self.game, self._policy(factory, weights)))
+        return float(exploitability(self.game, self._policy(factory, weights), self.observation))
 
     def meta_strategy(self, frozen: Mapping[str, tuple[Any, Any]], payoff: PayoffTable) -> dict[str, float]:
         """The Nash mixture of the frozen players under the return meta-game."""

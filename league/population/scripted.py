@@ -12,7 +12,8 @@ last axis holds the pieces of the player to move and plane 1 the opponent's, plu
 Both search the position, score only the legal moves of the mask, and never return a
 masked action. With ``explore=True`` ties between equally good moves are broken at
 random (so scripted opponents are not perfectly predictable); otherwise the lowest
-action index wins.
+action index wins. ``action_probabilities`` is the ``explore=True`` distribution: uniform
+over the equally best moves, one-hot when one move is best.
 """
 
 from __future__ import annotations
@@ -48,6 +49,27 @@ class _BoardSearchPolicy(Policy):
         self, obs: np.ndarray, action_mask: np.ndarray, explore: bool = True
     ) -> dict[str, np.ndarray]:
         """Best legal move per row (ties broken at random when ``explore``)."""
+        choices = self._choices(obs, action_mask)
+        actions = np.empty(len(choices), dtype=np.int64)
+        for row, (top, unscored) in enumerate(choices):
+            # ``random_ties`` varies the choice among equally good moves only, not among
+            # moves the board could not score (the mask allows them; trust it).
+            random_pick = explore or (self.random_ties and not unscored)
+            actions[row] = self._rng.choice(top) if random_pick else top[0]
+        return {"actions": actions}
+
+    def action_probabilities(self, obs: np.ndarray, action_mask: np.ndarray) -> np.ndarray:
+        """``float64[B, A]``: uniform over each row's equally best legal moves (one-hot when
+        one move is best), the distribution ``compute_actions(explore=True)`` samples."""
+        choices = self._choices(obs, action_mask)
+        probs = np.zeros((len(choices), self.num_actions))
+        for row, (top, _) in enumerate(choices):
+            probs[row, top] = 1.0 / len(top)
+        return probs
+
+    def _choices(self, obs: np.ndarray, action_mask: np.ndarray) -> list[tuple[list[int], bool]]:
+        """Per row: the best-scoring legal moves (ascending) and whether the board could
+        score none of the legal moves (then all of them, trusting the mask)."""
         obs = np.asarray(obs)
         mask = np.asarray(action_mask)
         if obs.ndim != len(self.obs_shape) + 1 or obs.shape[1:] != self.obs_shape:
@@ -59,20 +81,18 @@ class _BoardSearchPolicy(Policy):
             raise ValueError(
                 f"action_mask must have shape [{len(obs)}, {self.num_actions}], got {list(mask.shape)}"
             )
-        actions = np.empty(len(obs), dtype=np.int64)
+        out = []
         for row in range(len(obs)):
-            legal = np.flatnonzero(mask[row])
-            if legal.size == 0:
+            legal = [int(a) for a in np.flatnonzero(mask[row])]
+            if not legal:
                 raise ValueError(f"action mask row {row} has no legal action")
-            scores = self._score_moves(obs[row], [int(a) for a in legal])
+            scores = self._score_moves(obs[row], legal)
             if not scores:
-                # The mask allows only moves the board says are impossible: trust the mask.
-                actions[row] = self._rng.choice(legal) if explore else legal[0]
+                out.append((legal, True))
                 continue
             best = max(scores.values())
-            top = sorted(a for a, s in scores.items() if s == best)
-            actions[row] = self._rng.choice(top) if explore or self.random_ties else top[0]
-        return {"actions": actions}
+            out.append((sorted(a for a, s in scores.items() if s == best), False))
+        return out
 
     @abstractmethod
     def _score_moves(self, obs: np.ndarray, legal: list[int]) -> dict[int, int]:
