@@ -220,7 +220,8 @@ def test_beta_variance() -> None:
 
 def test_evaluation_schedules_least_certain_pairs_first() -> None:
     coord = _coordinator()
-    coord.evaluation = EvaluationScheduler(episodes_per_pair=4)
+    # Uncertainty ranking alone: no meta-game pairs (tests/test_measured_meta_game.py has those).
+    coord.evaluation = EvaluationScheduler(episodes_per_pair=4, meta_game_episodes=0)
     # Every candidate pair has a learning player: 6 pairs among 4 players, none with "init" only.
     assert len(coord.evaluation.candidate_pairs(coord.population)) == 6
     for k, pid in enumerate(("me", "le", "init")):

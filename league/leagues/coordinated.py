@@ -9,6 +9,15 @@ the driver loads the player's current weights on every sampler *before* the
 coordinator applies the snapshot, so no matchup names a policy a sampler lacks;
 resets load the player's initial learner state and push its weights to the samplers.
 
+Evaluation rounds (the trainer's ``evaluation_matchups`` -> samplers' ``evaluate`` ->
+:meth:`CoordinatedLeague.record`) carry the games the league's meta-game solvers need
+before they may read an entry: on empirical games PSRO's Nash sees only measured
+win rates, so each new snapshot is played against the current support and the rest of
+the measured set (frozen against frozen, no seat learning), ``meta_game_episodes``
+games a pair, whether or not ``eval_pairs`` asks for other evaluation. On OpenSpiel
+games with an exact evaluator the new snapshot's entries are exact at once and nothing
+needs playing.
+
 The coordinator is saved (its ``state_dict``) after every change of population and
 every ``save_every`` iterations; the episodes reported since are kept. If the actor
 dies, a new one starts from that state, the kept episodes are reported again (each
@@ -55,7 +64,11 @@ class CoordinatedLeague(TrainingLeague):
         payoff: the payoff table to start from.
         remote: run the coordinator as a Ray actor.
         matchup_batch: matchups a sampler fetches at a time.
-        eval_pairs / eval_episodes_per_pair: league-scheduled evaluation per round.
+        eval_pairs / eval_episodes_per_pair: league-scheduled evaluation per round (the
+            least certain pairs).
+        meta_game_episodes: evaluation episodes per pair the roles' meta-game solvers
+            still need measured (PSRO's Nash, PFSP), scheduled every evaluation round
+            whatever ``eval_pairs`` is; 0 schedules none.
         exact: an exact evaluator (:class:`~league.leagues.exact.ExactMetaGame`) for
             OpenSpiel games: exact meta-game payoffs and exploitability; or None.
         exploitability_interval: iterations between exploitability measurements.
@@ -74,6 +87,7 @@ class CoordinatedLeague(TrainingLeague):
         matchup_batch: int = 64,
         eval_pairs: int = 0,
         eval_episodes_per_pair: int = 8,
+        meta_game_episodes: int = 8,
         exact: Any = None,
         exploitability_interval: int = 0,
         seed: int = 0,
@@ -85,6 +99,7 @@ class CoordinatedLeague(TrainingLeague):
         self.remote = remote
         self.matchup_batch = int(matchup_batch)
         self.eval_pairs = int(eval_pairs)
+        self.meta_game_episodes = int(meta_game_episodes)
         self.exact = exact
         self.exploitability_interval = int(exploitability_interval)
         self.save_every = int(save_every)
@@ -98,7 +113,9 @@ class CoordinatedLeague(TrainingLeague):
             roles=recipe.roles,
             players=recipe.players,
             payoff=payoff,
-            evaluation=EvaluationScheduler("learning_vs_all", "variance", eval_episodes_per_pair),
+            evaluation=EvaluationScheduler(
+                "learning_vs_all", "variance", eval_episodes_per_pair, meta_game_episodes=meta_game_episodes
+            ),
             seed=seed,
         )
         self.coordinator = make_remote_coordinator(**kwargs) if remote else LeagueCoordinator(**kwargs)
@@ -137,8 +154,10 @@ class CoordinatedLeague(TrainingLeague):
         self._call("report", episodes)
 
     def evaluation_matchups(self) -> list[Matchup]:
-        """The least certain pairs' evaluation matchups (``eval_pairs`` of them)."""
-        if not self.eval_pairs:
+        """This round's evaluation matchups: the meta-game pairs the solvers still need
+        (frozen against frozen included; no seat learns), then ``eval_pairs`` least
+        certain pairs. The trainer plays them and hands the episodes to :meth:`record`."""
+        if not self.eval_pairs and not self.meta_game_episodes:
             return []
         _pairs, matchups = self._call("next_evaluation", self.eval_pairs)
         return matchups

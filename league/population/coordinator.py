@@ -10,6 +10,10 @@ the :class:`Role` of every learning player, and one random generator. Its protoc
   random seat; only the learning player's seat learns (both when it plays itself).
   Samplers consume a batch through :class:`MatchupBatch`, which can refill itself
   from the coordinator.
+* :meth:`~LeagueCoordinator.next_evaluation` hands out evaluation matchups (no seat
+  learns): first the games the roles' solvers still need to measure their meta-game
+  (:meth:`~LeagueCoordinator.meta_game_pairs`, e.g. a new PSRO snapshot against the
+  current Nash support, frozen against frozen), then the least certain pairs.
 * :meth:`~LeagueCoordinator.report` reads sampler episode stats (``episode_id``,
   ``policies``, ``outcome``) into the payoff table, the ratings and each learning
   player's "games since its last snapshot". Episode ids already seen are skipped, so a
@@ -241,9 +245,36 @@ class LeagueCoordinator:
         """A :class:`MatchupBatch` of :meth:`next_matchups` ``(k)`` (cycles when used up)."""
         return MatchupBatch(self.next_matchups(k))
 
+    def opponent_distribution(self, player_id: str) -> dict[str, float]:
+        """The learning player's current opponent probabilities (what its next matchups draw from)."""
+        player = self.population.get(player_id)
+        if player.kind != "learning":
+            raise ValueError(f"{player_id!r} is not a learning player")
+        return self.roles[player.role].opponent_distribution(player_id, self.population, self.payoff)  # type: ignore[index]
+
+    def meta_game_pairs(self) -> list[tuple[str, str]]:
+        """Unmeasured payoff pairs the learning players' roles read (PSRO's meta-game,
+        PFSP's win rates), most urgent first, the players' lists interleaved."""
+        needs = []
+        for pid in self.learning_players():
+            role = self.roles[self.population.get(pid).role]  # type: ignore[index]
+            needs.append(role.needed_pairs(pid, self.population, self.payoff))
+        # Round-robin, so one player's less urgent pairs never crowd out another's first ones.
+        out = []
+        for k in range(max((len(n) for n in needs), default=0)):
+            out.extend(n[k] for n in needs if k < len(n))
+        return out
+
     def next_evaluation(self, num_pairs: int) -> tuple[list[EvaluationPair], list[Matchup]]:
-        """The least certain pairs and their evaluation matchups (report their episodes as usual)."""
-        pairs = self.evaluation.schedule(self.population, self.payoff, num_pairs, self._rng)
+        """Evaluation pairs and their matchups (report their episodes as usual): the
+        meta-game pairs the solvers need (``evaluation.meta_game_episodes`` games each,
+        whatever ``num_pairs``), then the ``num_pairs`` least certain other pairs (0: none)."""
+        if isinstance(num_pairs, bool) or not isinstance(num_pairs, numbers.Integral) or num_pairs < 0:
+            raise ValueError(f"num_pairs must be an int >= 0, got {num_pairs!r}")
+        pairs = self.evaluation.meta_game_schedule(self.meta_game_pairs(), self.payoff)
+        if num_pairs:
+            taken = {frozenset((p.player_a, p.player_b)) for p in pairs}
+            pairs += self.evaluation.schedule(self.population, self.payoff, int(num_pairs), self._rng, exclude=taken)
         return pairs, self.evaluation.matchups(pairs, self.agents, self.population)
 
     # Results ----------------------------------------------------------------------

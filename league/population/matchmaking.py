@@ -10,17 +10,24 @@ candidates are (e.g. all frozen players, or the player itself plus its snapshots
 * :class:`PFSPMatchmaker`: prioritised fictitious self-play (AlphaStar): candidates
   weighted by ``f(x)`` of the player's win rate ``x`` against them.
 * :class:`NashMatchmaker`: PSRO-style; candidates drawn from a Nash equilibrium of the
-  zero-sum meta-game given by their win rates (or expected returns) against each other.
+  zero-sum meta-game given by their win rates (or expected returns) against each other,
+  solved only over entries the payoff table has measured.
+
+Matchmakers that read the payoff table also say which of its entries they still lack
+(:meth:`Matchmaker.needed_pairs`); the league coordinator schedules evaluation games
+for those pairs, so an empirical meta-game gets measured instead of read off the prior.
 """
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
 import numpy as np
 
-from league.population.payoff import PayoffTable
+from league.population.evaluation import beta_variance
+from league.population.payoff import PRIOR_WIN_RATE, PayoffTable
 from league.population.players import Population
 
 __all__ = [
@@ -31,6 +38,7 @@ __all__ = [
     "PFSPMatchmaker",
     "SelfPlayMatchmaker",
     "UniformFSPMatchmaker",
+    "least_concentrated_maximin",
     "pfsp_weights",
     "solve_zero_sum",
 ]
@@ -42,6 +50,11 @@ PFSP_WEIGHTINGS: tuple[str, ...] = ("hard", "variance", "linear")
 #: expected return (see :meth:`PayoffTable.return_matrix`).
 META_GAME_UTILITIES: tuple[str, ...] = ("win_rate", "return")
 
+#: Constraint margin of :func:`least_concentrated_maximin` (above HiGHS' feasibility tolerance).
+_LP_MARGIN = 1e-7
+#: Equilibrium probability above which a solve-set member counts as in the support.
+_SUPPORT_EPS = 1e-6
+
 
 class Matchmaker(ABC):
     """Picks opponents for a player among candidates, given the payoff table."""
@@ -51,6 +64,12 @@ class Matchmaker(ABC):
         self, player_id: str, candidates: Sequence[str], payoff: PayoffTable
     ) -> np.ndarray:
         """``float64[len(candidates)]`` sampling distribution over ``candidates`` (sums to 1)."""
+
+    def needed_pairs(self, player_id: str, candidates: Sequence[str], payoff: PayoffTable) -> list[tuple[str, str]]:
+        """Pairs whose payoff entries this matchmaker reads but the table has not measured,
+        most urgent first; the league plays evaluation games for them. None by default
+        (matchmakers that ignore the payoff table need nothing)."""
+        return []
 
     def choose_opponent(
         self,
@@ -148,6 +167,14 @@ class PFSPMatchmaker(Matchmaker):
     Sampling probabilities are proportional to ``f(win_rate(player, candidate))``;
     when every weight is 0 (e.g. the player beats everyone under ``"hard"``) the
     distribution falls back to uniform.
+
+    Only measured pairs (:meth:`PayoffTable.measured`) weigh by their win rate; an
+    opponent not measured yet reads as :data:`~league.population.payoff.PRIOR_WIN_RATE`
+    (0.5) and gets the prior weight ``f(0.5)``: ``0.5 ** p`` under ``"hard"`` (0.25 at
+    ``p = 2``, between 0 for an opponent always beaten and 1 for one never beaten), the
+    largest weight under ``"variance"``. That is the right guess for a fresh snapshot of
+    the player itself (an even match), and it keeps a newcomer in play until its games
+    measure it. :meth:`needed_pairs` asks for those games.
     """
 
     def __init__(self, weighting: str = "hard", p: float = 2.0) -> None:
@@ -165,12 +192,17 @@ class PFSPMatchmaker(Matchmaker):
     ) -> np.ndarray:
         """Normalised PFSP weights of the player's win rates against each candidate."""
         ids = _check_candidates(candidates)
-        rates = np.array([payoff.win_rate(player_id, c) for c in ids])
+        rates = np.array([payoff.win_rate(player_id, c) if payoff.measured(player_id, c) else PRIOR_WIN_RATE for c in ids])
         weights = pfsp_weights(rates, self.weighting, self.p)
         total = weights.sum()
         if total <= 0.0:
             return np.full(len(ids), 1.0 / len(ids))
         return weights / total
+
+    def needed_pairs(self, player_id: str, candidates: Sequence[str], payoff: PayoffTable) -> list[tuple[str, str]]:
+        """``(player_id, candidate)`` for every candidate not measured against the player yet."""
+        ids = _check_candidates(candidates)
+        return [(player_id, c) for c in ids if c != player_id and not payoff.measured(player_id, c)]
 
 
 def solve_zero_sum(payoff_matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
@@ -210,26 +242,95 @@ def _maximin(m: np.ndarray) -> tuple[np.ndarray, float]:
     return strategy / strategy.sum(), float(result.x[-1])
 
 
+def least_concentrated_maximin(payoff_matrix: np.ndarray, slack: np.ndarray | float = 0.0) -> np.ndarray:
+    """The row strategy with the smallest largest probability among those guaranteeing,
+    against every column ``j``, at least the game's value minus ``slack[j]``.
+
+    With ``slack`` 0 it picks, among several equilibria (ties in the meta-game), the one
+    that spreads its probability the most instead of the vertex an LP solver happens to
+    return; with ``slack > 0`` it also treats strategies that are worse by less than the
+    slack as equilibria. A strategy the slack cannot save still gets probability 0.
+    """
+    m = np.asarray(payoff_matrix, dtype=np.float64)
+    if m.ndim != 2 or 0 in m.shape:
+        raise ValueError(f"payoff_matrix must be a non-empty 2-D array, got shape {m.shape}")
+    if not np.isfinite(m).all():
+        raise ValueError("payoff_matrix has non-finite entries")
+    n_rows, n_cols = m.shape
+    slack = np.broadcast_to(np.asarray(slack, dtype=np.float64), (n_cols,))
+    if not np.isfinite(slack).all() or (slack < 0).any():
+        raise ValueError(f"slack must be finite and >= 0, got {slack}")
+    from scipy.optimize import linprog
+
+    maximin, value = _maximin(m)
+    # Variables [x_0..x_{n-1}, u]: minimise u s.t. x_i <= u, (x @ m)[j] >= value - slack[j],
+    # sum(x) = 1. The small margin keeps the maximin strategy itself feasible despite
+    # the first LP's own tolerance.
+    cost = np.zeros(n_rows + 1)
+    cost[-1] = 1.0
+    a_ub = np.vstack([
+        np.hstack([np.eye(n_rows), -np.ones((n_rows, 1))]),
+        np.hstack([-m.T, np.zeros((n_cols, 1))]),
+    ])
+    b_ub = np.concatenate([np.zeros(n_rows), -(value - slack - _LP_MARGIN)])
+    a_eq = np.hstack([np.ones((1, n_rows)), np.zeros((1, 1))])
+    bounds = [(0.0, None)] * n_rows + [(None, None)]
+    result = linprog(cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=[1.0], bounds=bounds, method="highs")
+    if not result.success:  # numerically infeasible: the plain maximin strategy is still an answer
+        return maximin
+    strategy = np.clip(result.x[:n_rows], 0.0, None)
+    return strategy / strategy.sum()
+
+
 class NashMatchmaker(Matchmaker):
-    """PSRO-style opponents: a Nash mixture of the candidates' meta-game.
+    """PSRO-style opponents: a Nash mixture of the candidates' measured meta-game.
 
     With ``utility="win_rate"`` the meta-game has payoff ``win_rate(c_i, c_j) - 0.5``;
     with ``utility="return"`` it is the expected return ``expected_return(c_i, c_j)``
     (chips in poker, where how much is won matters, not just how often). Both are
     zero-sum and antisymmetric. Opponents are drawn from the equilibrium mixture, so
     the player trains against the strongest combination of the current population.
-    Untrusted pairs (fewer than ``min_games``) count as even. The choosing player
-    enters the meta-game only if it is one of the candidates. ``mix_uniform`` in
-    ``[0, 1]`` blends in a uniform share so no candidate is starved entirely.
+    The choosing player enters the meta-game only if it is one of the candidates.
+    ``mix_uniform`` in ``[0, 1]`` blends in a uniform share so no candidate is starved.
+
+    **Only measured entries are solved over** (:meth:`PayoffTable.measured`): an unplayed
+    pair reads as the prior (an even game), and an LP over prior entries returns an
+    arbitrary vertex, i.e. one arbitrary opponent. With the candidates in population
+    order (oldest first):
+
+    1. the *solve set* (:meth:`measured_set`) is built oldest first: a candidate joins
+       once its entries against every member so far are measured;
+    2. while it has fewer than two members, opponents are uniform over all candidates;
+    3. then the solve set's Nash mixture is played, and every candidate outside it (a
+       newcomer not yet measured against the whole set: *pending*) keeps a uniform
+       share ``1/n`` of the ``n`` candidates until it is measured and joins.
+
+    :meth:`needed_pairs` names the games that let pending candidates join: against the
+    current equilibrium's support first, then against the rest of the solve set. On an
+    exact meta-game (every entry set by an exact evaluator) everything is measured and
+    this is the plain Nash mixture.
+
+    ``noise_tolerance`` (win-rate meta-games only): a win rate from a handful of games
+    is noisy, and among near-equal players an exact solve turns noise into one arbitrary
+    pure opponent. With ``noise_tolerance > 0`` every mixture that concedes, against each
+    column, less than ``noise_tolerance`` posterior standard deviations (of that column's
+    least certain entry, see :func:`~league.population.evaluation.beta_variance`) of
+    the game's value counts as an equilibrium, and the least concentrated one is played
+    (:func:`least_concentrated_maximin`); as games accumulate the slack shrinks to the
+    exact Nash. 0 plays the LP's own solution. Return meta-games ignore it: no variance
+    is tracked for returns (and exact ones have none).
     """
 
-    def __init__(self, mix_uniform: float = 0.0, utility: str = "win_rate") -> None:
+    def __init__(self, mix_uniform: float = 0.0, utility: str = "win_rate", noise_tolerance: float = 0.0) -> None:
         if not 0.0 <= mix_uniform <= 1.0:
             raise ValueError(f"mix_uniform must be in [0, 1], got {mix_uniform}")
         if utility not in META_GAME_UTILITIES:
             raise ValueError(f"unknown meta-game utility {utility!r}; expected one of {META_GAME_UTILITIES}")
+        if not math.isfinite(noise_tolerance) or noise_tolerance < 0:
+            raise ValueError(f"noise_tolerance must be finite and >= 0, got {noise_tolerance}")
         self.mix_uniform = float(mix_uniform)
         self.utility = utility
+        self.noise_tolerance = float(noise_tolerance)
 
     def meta_game(self, candidates: Sequence[str], payoff: PayoffTable) -> np.ndarray:
         """The antisymmetric ``float64[n, n]`` meta-game payoff matrix of ``candidates``."""
@@ -238,18 +339,82 @@ class NashMatchmaker(Matchmaker):
             return payoff.return_matrix(ids)
         return payoff.win_rate_matrix(ids) - 0.5
 
+    def measured_set(self, candidates: Sequence[str], payoff: PayoffTable) -> list[str]:
+        """The solve set: candidates taken oldest first, each joining once its entries
+        against every member so far are measured (so every pair in it is measured)."""
+        members: list[str] = []
+        for c in _check_candidates(candidates):
+            if all(payoff.measured(c, m, self.utility) for m in members):
+                members.append(c)
+        return members
+
     def equilibrium(self, candidates: Sequence[str], payoff: PayoffTable) -> np.ndarray:
-        """The Nash mixture over ``candidates`` (before uniform mixing)."""
-        strategy, _, _ = solve_zero_sum(self.meta_game(candidates, payoff))
-        return strategy
+        """The Nash mixture over ``candidates`` as given (before pending shares and uniform
+        mixing); callers solving an empirical meta-game pass a :meth:`measured_set`."""
+        ids = _check_candidates(candidates)
+        matrix = self.meta_game(ids, payoff)
+        if self.utility != "win_rate" or self.noise_tolerance == 0.0:
+            strategy, _, _ = solve_zero_sum(matrix)
+            return strategy
+        return least_concentrated_maximin(matrix, self.noise_tolerance * self._column_noise(ids, payoff))
+
+    @staticmethod
+    def _column_noise(ids: list[str], payoff: PayoffTable) -> np.ndarray:
+        """Per column, the largest posterior standard deviation of a win rate against it."""
+        noise = np.zeros(len(ids))
+        for j, b in enumerate(ids):
+            for a in ids:
+                if a != b:
+                    noise[j] = max(noise[j], math.sqrt(beta_variance(*payoff.counts(a, b))))
+        return noise
+
+    def _solve(self, ids: list[str], payoff: PayoffTable) -> tuple[list[str], np.ndarray | None, list[str]]:
+        """The solve set, its equilibrium (None while it has fewer than two members) and
+        its support (the whole solve set while there is no equilibrium)."""
+        members = self.measured_set(ids, payoff)
+        if len(members) < 2:
+            return members, None, members
+        strategy = self.equilibrium(members, payoff)
+        return members, strategy, [m for m, q in zip(members, strategy) if q > _SUPPORT_EPS]
 
     def probabilities(
         self, player_id: str, candidates: Sequence[str], payoff: PayoffTable
     ) -> np.ndarray:
-        """The equilibrium mixture, blended with uniform by ``mix_uniform``."""
-        strategy = self.equilibrium(candidates, payoff)
-        uniform = np.full(len(strategy), 1.0 / len(strategy))
-        return (1.0 - self.mix_uniform) * strategy + self.mix_uniform * uniform
+        """The measured equilibrium with pending shares (see the class docstring),
+        blended with uniform by ``mix_uniform``."""
+        ids = _check_candidates(candidates)
+        n = len(ids)
+        uniform = np.full(n, 1.0 / n)
+        members, strategy, _ = self._solve(ids, payoff)
+        if strategy is None:
+            base = uniform
+        else:
+            # Pending candidates keep 1/n each; the solve set shares the rest by its Nash mixture.
+            base = uniform.copy()
+            share = len(members) / n
+            for member, q in zip(members, strategy):
+                base[ids.index(member)] = share * q
+        return (1.0 - self.mix_uniform) * base + self.mix_uniform * uniform
+
+    def support(self, candidates: Sequence[str], payoff: PayoffTable) -> list[str]:
+        """Members of the solve set with positive equilibrium probability (the whole
+        solve set while it has fewer than two members)."""
+        return self._solve(_check_candidates(candidates), payoff)[2]
+
+    def needed_pairs(self, player_id: str, candidates: Sequence[str], payoff: PayoffTable) -> list[tuple[str, str]]:
+        """Unmeasured pairs of pending candidates (oldest first) with the solve set:
+        against the equilibrium's support first, then against the other members."""
+        ids = _check_candidates(candidates)
+        members, _, support = self._solve(ids, payoff)
+        rest = [m for m in members if m not in support]
+        pending = [c for c in ids if c not in members]
+        return [
+            (x, m)
+            for group in (support, rest)
+            for x in pending
+            for m in group
+            if not payoff.measured(x, m, self.utility)
+        ]
 
 
 def _check_candidates(candidates: Sequence[str]) -> list[str]:

@@ -17,6 +17,11 @@ player's episode return, whose decayed sum and decayed count are kept per pair
 second player's return is the negation. An exact expected return (from an exact
 evaluator) set with :meth:`PayoffTable.set_expected_return` overrides the empirical
 mean; a pair with neither reads as :data:`PRIOR_RETURN` (0: even).
+
+:meth:`PayoffTable.measured` tells the two apart: a pair is measured once its entry
+rests on games (or an exact value) rather than on the prior. Meta-game solvers use only
+measured entries and the league schedules evaluation games for the ones they still need
+(see :class:`~league.population.matchmaking.NashMatchmaker`).
 """
 
 from __future__ import annotations
@@ -139,6 +144,26 @@ class PayoffTable:
                 return PRIOR_RETURN
             value = float(returns[0] / returns[1])
         return -value if flipped else value
+
+    def measured(self, a: str, b: str, utility: str = "win_rate") -> bool:
+        """Whether the pair's meta-game entry rests on evidence rather than the prior.
+
+        ``utility="win_rate"``: at least ``min_games`` (decayed) games, and at least one;
+        the same test :meth:`win_rate` uses to trust a pair. ``utility="return"``: an exact
+        expected return, or as many returned games. A player against itself is measured.
+        """
+        if utility not in ("win_rate", "return"):
+            raise ValueError(f"utility must be 'win_rate' or 'return', got {utility!r}")
+        if a == b:
+            return True
+        if utility == "return":
+            key, _ = self._key(a, b)
+            if key in self._exact:
+                return True
+            games = self.returned_games(a, b)
+        else:
+            games = self.games(a, b)
+        return games > 0.0 and games >= self.min_games
 
     def forget(self, player: str) -> int:
         """Drop every record involving ``player`` (e.g. a snapshot evicted from the league);

@@ -7,8 +7,9 @@ A recipe names who learns and how each learning player picks opponents:
 * ``fsp``: uniform fictitious self-play, each main agent against its own snapshots;
 * ``pfsp``: prioritised fictitious self-play over every frozen player (its snapshots and
   the scripted members), plus a self-play share;
-* ``psro``: opponents drawn from the Nash equilibrium of the empirical meta-game over
-  the frozen players (PSRO with a continually trained RL best response);
+* ``psro``: opponents drawn from the Nash equilibrium of the meta-game over the frozen
+  players (PSRO with a continually trained RL best response), solved over measured
+  entries only: exact ones on OpenSpiel games, evaluation games elsewhere;
 * ``alphastar``: main agents, main exploiters and league exploiters (AlphaStar's roles).
 
 Every recipe other than ``selfplay`` runs on a
@@ -59,17 +60,33 @@ def pfsp_role(snapshot_every: int, self_play: float = 0.2, weighting: str = "har
     )
 
 
-def psro_role(snapshot_every: int, self_play: float = 0.0, utility: str = "win_rate", reset_probability: float = 1.0) -> Role:
+def psro_role(
+    snapshot_every: int,
+    self_play: float = 0.0,
+    utility: str = "win_rate",
+    reset_probability: float = 1.0,
+    noise_tolerance: float = 1.0,
+) -> Role:
     """PSRO with an RL best response: opponents drawn from the Nash mixture of the frozen
-    players' meta-game (``utility``: ``"win_rate"`` or ``"return"``), a ``self_play`` share
-    against itself. Every snapshot adds a strategy to the meta-game; with
-    ``reset_probability`` 1 (PSRO proper) the next best response then trains from the
+    players' measured meta-game (``utility``: ``"win_rate"`` or ``"return"``), a
+    ``self_play`` share against itself. Every snapshot adds a strategy to the meta-game;
+    with ``reset_probability`` 1 (PSRO proper) the next best response then trains from the
     initial policy again, with 0 the same policy keeps training (cheaper, but a policy
-    that has become nearly deterministic explores too little to find new best responses)."""
+    that has become nearly deterministic explores too little to find new best responses).
+
+    The Nash is solved only over measured entries; a snapshot not yet measured against
+    the others keeps a uniform share, and the league plays the evaluation games it needs
+    (see :class:`~league.population.matchmaking.NashMatchmaker`). ``noise_tolerance``:
+    win rates closer than this many posterior standard deviations count as ties, and the
+    least concentrated of the near-equilibria is played (0: the exact solve)."""
     return Role(
         (
             OpponentBranch(self_play, (OpponentPool("self"),), "self_play"),
-            OpponentBranch(1.0 - self_play, (OpponentPool("frozen", "nash", utility=utility),), "meta_nash"),
+            OpponentBranch(
+                1.0 - self_play,
+                (OpponentPool("frozen", "nash", utility=utility, noise_tolerance=noise_tolerance),),
+                "meta_nash",
+            ),
         ),
         SnapshotRule(every_steps=snapshot_every),
         reset_probability=reset_probability,

@@ -19,6 +19,9 @@ Pools are named by strings so recipes fit in a config file:
 * ``"snapshots:<role>"``: snapshots of players of ``<role>``;
 * ``"role:<role>"``: learning players of ``<role>`` and their snapshots.
 
+A role also names the payoff pairs its matchmakers read but the table has not measured
+yet (:meth:`Role.needed_pairs`); the coordinator plays evaluation games for them.
+
 AlphaStar's three roles (:func:`main_agent_role`, :func:`main_exploiter_role`,
 :func:`league_exploiter_role`) and the two plain recipes (:func:`self_play_role`,
 :func:`fictitious_self_play_role`) are built from these pieces.
@@ -124,6 +127,9 @@ class OpponentPool:
             keeps all. Untrusted pairs read as win rate 0.5 (see ``PayoffTable``).
         utility: meta-game payoff of the ``"nash"`` matchmaker, ``"win_rate"`` or
             ``"return"`` (see ``NashMatchmaker``); other matchmakers ignore it.
+        noise_tolerance: posterior standard deviations within which win-rate meta-game
+            payoffs count as ties for the ``"nash"`` matchmaker (see ``NashMatchmaker``);
+            other matchmakers ignore it.
     """
 
     pool: str
@@ -133,6 +139,7 @@ class OpponentPool:
     max_win_rate: float | None = None
     min_win_rate: float | None = None
     utility: str = "win_rate"
+    noise_tolerance: float = 0.0
 
     def __post_init__(self) -> None:
         _check_pool_name(self.pool)
@@ -146,6 +153,8 @@ class OpponentPool:
         _check_fraction("min_win_rate", self.min_win_rate)
         if self.utility not in META_GAME_UTILITIES:
             raise ValueError(f"utility must be one of {META_GAME_UTILITIES}, got {self.utility!r}")
+        if not np.isfinite(self.noise_tolerance) or self.noise_tolerance < 0:
+            raise ValueError(f"noise_tolerance must be finite and >= 0, got {self.noise_tolerance}")
 
     def candidates(self, player_id: str, population: Population, payoff: PayoffTable) -> list[str]:
         """Pool members that pass the win-rate filters."""
@@ -164,7 +173,7 @@ class OpponentPool:
         if self.matchmaker == "pfsp":
             return PFSPMatchmaker(self.weighting, self.p)
         if self.matchmaker == "nash":
-            return NashMatchmaker(utility=self.utility)
+            return NashMatchmaker(utility=self.utility, noise_tolerance=self.noise_tolerance)
         return UniformFSPMatchmaker()
 
 
@@ -192,6 +201,15 @@ class OpponentBranch:
                 probs = pool.make_matchmaker().probabilities(player_id, ids, payoff)
                 return {c: float(q) for c, q in zip(ids, probs)}
         return {}
+
+    def needed_pairs(self, player_id: str, population: Population, payoff: PayoffTable) -> list[tuple[str, str]]:
+        """Unmeasured payoff pairs the matchmaker of the pool in use (the first with
+        candidates, as in :meth:`distribution`) needs, most urgent first."""
+        for pool in self.pools:
+            ids = pool.candidates(player_id, population, payoff)
+            if ids:
+                return pool.make_matchmaker().needed_pairs(player_id, ids, payoff)
+        return []
 
 
 @dataclass(frozen=True)
@@ -286,6 +304,20 @@ class Role:
         if mass == 0.0:
             return {player_id: 1.0}
         return {opponent: q / mass for opponent, q in total.items()}
+
+    def needed_pairs(self, player_id: str, population: Population, payoff: PayoffTable) -> list[tuple[str, str]]:
+        """Unmeasured payoff pairs the player's branches (those with weight) need before
+        their matchmakers can read them, branch by branch, most urgent first; repeats dropped."""
+        out: list[tuple[str, str]] = []
+        seen: set[frozenset[str]] = set()
+        for branch in self.branches:
+            if branch.weight == 0:
+                continue
+            for a, b in branch.needed_pairs(player_id, population, payoff):
+                if frozenset((a, b)) not in seen:
+                    seen.add(frozenset((a, b)))
+                    out.append((a, b))
+        return out
 
     def choose_opponent(
         self, player_id: str, population: Population, payoff: PayoffTable, rng: np.random.Generator
