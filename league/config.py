@@ -22,6 +22,7 @@ __all__ = [
     "LearnerConfig",
     "LeagueConfig",
     "EvalConfig",
+    "IterationConfig",
     "StopConfig",
     "RayConfig",
     "CheckpointConfig",
@@ -61,6 +62,14 @@ class SamplerConfig:
     # exactly reproducible runs); with a local learner too, Ray is then never started.
     remote: bool = True
     max_consecutive_env_failures: int = 5
+    # After an update, a policy's weights go to the samplers only once this many env steps
+    # were sampled since its previous broadcast: 1 (default) sends at most once per rollout
+    # fragment, however many gradient steps an off-policy learner made in between (the
+    # samplers only read weights when they start a fragment); 0 sends after every update.
+    broadcast_every_env_steps: int = 1
+    # Ray samplers: at most this many weight broadcasts of a policy may be in flight to a
+    # sampler; a broadcast due while the previous ones are unapplied is coalesced into the next.
+    max_broadcasts_in_flight: int = 1
 
 
 @dataclass
@@ -83,20 +92,20 @@ class LearnerConfig:
 class LeagueConfig:
     """Who plays whom: a recipe (see :mod:`league.population.recipes`) and its settings.
 
-    ``selfplay`` uses the first block (iterations, shares); every other recipe runs on a
-    league coordinator and uses the second (steps are a learning player's trained steps).
+    ``selfplay`` uses the first block (pool size, shares); every other recipe runs on a
+    league coordinator and uses the second. Both take a snapshot of a learning player every
+    ``snapshot_steps`` of its sampled agent steps (one clock for every algorithm).
     """
 
     recipe: str = "selfplay"  # selfplay | fsp | pfsp | psro | alphastar
+    snapshot_steps: int = 100_000  # agent steps a learning player samples between snapshots
     # selfplay: one learning policy, its snapshots and fixed members.
-    snapshot_interval: int = 5  # iterations between snapshots
     max_snapshots: int = 20  # oldest dropped beyond this
     self_play_prob: float = 0.2  # probability of playing the current policy itself
     opponent_sampling: str = "uniform"  # uniform | pfsp (over snapshots)
     # Fixed league members and their constant share of training games, e.g. {random: 0.1}.
     fixed_opponents: dict[str, float] = field(default_factory=dict)
     # Coordinated recipes (fsp, pfsp, psro, alphastar).
-    snapshot_steps: int = 100_000  # agent steps a learning player trains between snapshots
     num_main_agents: int = 1
     num_main_exploiters: int = 0  # alphastar only
     num_league_exploiters: int = 0  # alphastar only
@@ -110,13 +119,29 @@ class LeagueConfig:
     exploitability_interval: int = 0  # iterations between exact exploitability (OpenSpiel games)
     meta_game: str = "auto"  # exact | empirical | auto (exact on OpenSpiel games)
     matchup_batch: int = 64  # matchups a sampler fetches from the coordinator at a time
+    meta_game_episodes: int = 8  # eval episodes per payoff pair the psro/pfsp solvers still lack, every eval round (0: none)
+
+
+@dataclass
+class IterationConfig:
+    """What one training iteration is, the same for every algorithm and every mix.
+
+    RLlib Flow's reporting semantics: an iteration runs the plan until at least
+    ``min_env_steps`` env steps were sampled *and* ``min_time_s`` seconds passed (at least
+    one training step), however many gradient steps that is: one PPO update of a 4000-row
+    batch, or hundreds of DQN steps. A metrics row, the league's bookkeeping and the
+    evaluation and checkpoint intervals count these iterations, never plan items.
+    """
+
+    min_env_steps: int = 4000
+    min_time_s: float = 0.0
 
 
 @dataclass
 class EvalConfig:
     """Evaluation episodes against a fixed opponent (separate from training)."""
 
-    interval: int = 5  # iterations; 0 disables
+    interval: int = 5  # training iterations (see IterationConfig); 0 disables
     episodes: int = 100
     opponent: str = "random"
 
@@ -146,7 +171,7 @@ class RayConfig:
 class CheckpointConfig:
     """Periodic checkpoints (a final one is always written when the run ends)."""
 
-    interval: int = 0  # iterations between checkpoints; 0: only the final one
+    interval: int = 0  # training iterations (see IterationConfig) between checkpoints; 0: only the final one
     keep_last: int = 3  # periodic checkpoints kept (older ones deleted); the final one is extra
     # Rebuild the samplers after each periodic checkpoint exactly as a resume from it would:
     # games in progress are dropped, and a resumed run then repeats the uninterrupted one
@@ -188,6 +213,7 @@ class RunConfig:
     sampler: SamplerConfig = field(default_factory=SamplerConfig)
     learner: LearnerConfig = field(default_factory=LearnerConfig)
     league: LeagueConfig = field(default_factory=LeagueConfig)
+    iteration: IterationConfig = field(default_factory=IterationConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     stop: StopConfig = field(default_factory=StopConfig)
     ray: RayConfig = field(default_factory=RayConfig)
@@ -205,10 +231,21 @@ def _is_section(f: dataclasses.Field) -> bool:
     return f.default_factory is not dataclasses.MISSING and dataclasses.is_dataclass(f.default_factory)
 
 
+#: Keys that were replaced, and what replaces them (an old config gets this message).
+RENAMED_KEYS = {
+    "league.snapshot_interval": "league.snapshot_steps (agent steps the learning player samples between "
+    "snapshots, for every recipe; e.g. 5 iterations of 4000 env steps are about 12000 agent steps)",
+}
+
+
 def _build(cls: type, values: Any, path: str) -> Any:
     if not isinstance(values, dict):
         raise ValueError(f"config '{path}' must be a mapping, got {values!r}")
     fields = {f.name: f for f in dataclasses.fields(cls)}
+    for key in values:
+        full = f"{path}.{key}".lstrip(".")
+        if key not in fields and full in RENAMED_KEYS:
+            raise ValueError(f"config key '{full}' was replaced by {RENAMED_KEYS[full]}")
     unknown = sorted(set(values) - set(fields))
     if unknown:
         where = f"'{path}'" if path else "the top level"
@@ -266,7 +303,10 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
         ("stop.win_rate", cfg.stop.win_rate, 0),
         ("eval.interval", cfg.eval.interval, 0),
         ("eval.episodes", cfg.eval.episodes, 1),
-        ("league.snapshot_interval", cfg.league.snapshot_interval, 0),
+        ("iteration.min_env_steps", cfg.iteration.min_env_steps, 0),
+        ("iteration.min_time_s", cfg.iteration.min_time_s, 0),
+        ("sampler.broadcast_every_env_steps", s.broadcast_every_env_steps, 0),
+        ("sampler.max_broadcasts_in_flight", s.max_broadcasts_in_flight, 1),
         ("league.max_snapshots", cfg.league.max_snapshots, 1),
     ):
         if value < low:
@@ -313,7 +353,9 @@ def _check_league(cfg: RunConfig) -> None:
         raise ValueError(f"unknown league.recipe '{league.recipe}'; known: {list(RECIPES)}")
     if league.meta_game not in ("auto", "exact", "empirical"):
         raise ValueError(f"league.meta_game must be 'auto', 'exact' or 'empirical', got '{league.meta_game}'")
-    for key in ("snapshot_steps", "matchup_batch", "eval_episodes_per_pair", "negamax_depth"):
+    if league.snapshot_steps < (0 if league.recipe == "selfplay" else 1):
+        raise ValueError(f"league.snapshot_steps must be >= 1 (>= 0 for selfplay: 0 never snapshots), got {league.snapshot_steps}")
+    for key in ("matchup_batch", "eval_episodes_per_pair", "negamax_depth"):
         if getattr(league, key) < 1:
             raise ValueError(f"league.{key} must be >= 1, got {getattr(league, key)}")
     for key in ("eval_pairs", "exploitability_interval"):
@@ -324,7 +366,14 @@ def _check_league(cfg: RunConfig) -> None:
     if league.recipe == "selfplay":
         return
     if league.fixed_opponents:
-        raise ValueError("league.fixed_opponents is for recipe 'selfplay'; coordinated recipes take league.scripted members")
+        raise ValueError(
+            f"league.fixed_opponents {dict(league.fixed_opponents)} is a 'selfplay' setting, but the recipe is "
+            f"'{league.recipe}'; coordinated recipes take league.scripted members instead. If you wrote "
+            f"league.recipe={league.recipe}, choose the recipe's config file with league={league.recipe} (it "
+            "leaves the selfplay defaults out), or add league.fixed_opponents={}"
+        )
     if cfg.policies:
         raise ValueError(f"league.recipe '{league.recipe}' trains cfg.algo for every learning player; leave policies empty")
     build_league(league)  # raises naming a bad role, parameter or scripted member
+    if league.meta_game_episodes < 0:
+        raise ValueError(f"league.meta_game_episodes must be >= 0, got {league.meta_game_episodes}")

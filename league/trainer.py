@@ -33,6 +33,7 @@ from league.checkpoint import Checkpoint, CheckpointError, periodic_name, prune_
 from league.config import RunConfig
 from league.envs import make_env
 from league.flow.actors import is_ray_actor, resolve, resolve_lenient, share, submit
+from league.flow.metrics import NUM_ENV_STEPS_SAMPLED
 from league.flow.recovery import on_sampler_restart
 from league.learn import Learner, LearnerGroup
 from league.learn.recovery import LearnerDied, find_learner_died, restore_dead_learner, states_from_checkpoint
@@ -123,8 +124,10 @@ class Trainer:
             import ray
 
             if not ray.is_initialized():
+                # No address: a Ray of this run's own ("local"), never a cluster that
+                # `ray start` left running on the machine (Ray's default would join it).
                 ray.init(
-                    address=cfg.ray.address,
+                    address=cfg.ray.address or "local",
                     num_cpus=cfg.ray.num_cpus if cfg.ray.address is None else None,
                     include_dashboard=cfg.ray.include_dashboard,
                     log_to_driver=True,
@@ -178,8 +181,16 @@ class Trainer:
     def _build_plan(self) -> Any:
         from league.flow import ParallelRollouts
 
-        rollouts = ParallelRollouts(self.samplers, mode=self.cfg.sampler.mode)
-        return build_multi_policy_plan(rollouts, self.learner, self.samplers, self.algorithms)
+        s = self.cfg.sampler
+        rollouts = ParallelRollouts(self.samplers, mode=s.mode)
+        return build_multi_policy_plan(
+            rollouts,
+            self.learner,
+            self.samplers,
+            self.algorithms,
+            broadcast_every_env_steps=s.broadcast_every_env_steps,
+            max_broadcasts_in_flight=s.max_broadcasts_in_flight,
+        )
 
     @property
     def pool(self) -> Any:
@@ -329,13 +340,26 @@ class Trainer:
             json.dump(summary, f, indent=2)
         return summary
 
+    def _run_plan(self) -> int:
+        """Training steps of the plan until the iteration's minimum env steps and time are
+        reached (:class:`~league.config.IterationConfig`); returns how many steps ran."""
+        t0, start = time.perf_counter(), self.env_steps
+        clock = self.cfg.iteration
+        items = 0
+        while True:
+            next(self.plan)
+            items += 1
+            self.env_steps = int(self.plan.metrics.counters.get(NUM_ENV_STEPS_SAMPLED, self.env_steps))
+            if self.env_steps - start >= clock.min_env_steps and time.perf_counter() - t0 >= clock.min_time_s:
+                return items
+
     def step(self, elapsed: float) -> dict[str, Any]:
-        """One iteration: a training step of the plan plus league bookkeeping and logging."""
+        """One iteration (see :class:`~league.config.IterationConfig`): training steps of the
+        plan, then league bookkeeping, evaluation and a metrics row."""
         t0 = time.perf_counter()
-        next(self.plan)
+        train_steps = self._run_plan()
         self.iteration += 1
-        metrics = self.plan.metrics.snapshot() if hasattr(self.plan, "metrics") else {}
-        self.env_steps = int(metrics.get("counters", {}).get("num_env_steps_sampled", self.env_steps))
+        metrics = self.plan.metrics.snapshot()
 
         # Episode outcomes feed the payoff table; fetched one iteration late so the
         # driver never waits behind a sample() in flight.
@@ -356,13 +380,14 @@ class Trainer:
             "env_steps": self.env_steps,
             "time_s": round(time_s, 2),
             "env_steps_per_s": round((self.env_steps - self._start[1]) / max(time_s, 1e-9), 1),
+            "train_steps": train_steps,
             "episodes": len(stats),
             "mean_episode_len": float(np.mean([e["length"] for e in stats])) if stats else None,
             "win_rate_vs_random": dict(self.win_rates),
             "snapshots": 0,
             "learner_restores": self.learner_restores,
             "lost_sampler_calls": self.lost_sampler_calls,
-            "counters": dict(self.plan.metrics.counters) if hasattr(self.plan, "metrics") else {},
+            "counters": dict(self.plan.metrics.counters),
             **(self.league.metrics(self.iteration, self.learner) if self.league else {}),
             **episode_metrics(stats, self.learning),
             **{f"{pid}/{k}": round(v, 5) for pid, st in metrics.get("learner", {}).items() for k, v in st.items()},
@@ -484,7 +509,7 @@ class Trainer:
             iteration=self.iteration,
             env_steps=self.env_steps,
             learning=self.learning,
-            counters=self.plan.metrics.counters if hasattr(self.plan, "metrics") else {},
+            counters=self.plan.metrics.counters,
             league=self.league.state() if self.league is not None else {},
             payoff=self.payoff,
             win_rates=self.win_rates,

@@ -32,7 +32,7 @@ import pytest
 def ray_session() -> Iterator[ModuleType]:
     """The ``ray`` module, initialised once for the whole test session."""
     ray = pytest.importorskip("ray")
-    ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, ignore_reinit_error=True)
     yield ray
     ray.shutdown()
 

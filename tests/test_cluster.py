@@ -46,7 +46,7 @@ OBJECT_STORE_BYTES = 80 * 1024 * 1024  # Ray's minimum is 75 MB; fragments here 
 # A short tic-tac-toe run for 2 busy cores: fragments of 8 envs x 16 steps, no evaluation.
 TRAIN_OVERRIDES = ["env=tictactoe", "sampler.num_samplers=2", "sampler.num_cpus=1", "sampler.num_envs=8",
                    "sampler.fragment_length=16", "algo.params.train_batch_size=256", "algo.params.minibatch_size=128",
-                   "algo.params.num_epochs=1", "eval.interval=0", "checkpoint.interval=0", "stop.env_steps=0",
+                   "algo.params.num_epochs=1", "iteration.min_env_steps=0", "eval.interval=0", "checkpoint.interval=0", "stop.env_steps=0",
                    "logging=quiet"]  # fmt: skip
 ITERATIONS = 80  # ~16 s of training here; node B goes after 3 and its sampler is back ~7 s later
 

@@ -269,6 +269,7 @@ def test_trainer_survives_or_stops_on_a_learner_actor_killed_mid_run(ray_session
             "sampler": {"num_samplers": 1, "num_envs": 4, "fragment_length": 16, "num_cpus": 0, "mode": "bulk_sync"},
             "checkpoint": {"interval": 2},
             "eval": {"interval": 0},
+            "iteration": {"min_env_steps": 0},
             "stop": {"iterations": 6, "time_s": 0, "env_steps": 0},
             "logging": {"tensorboard": False},
             "verbose": False,

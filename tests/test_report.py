@@ -103,7 +103,7 @@ def _league_summary(with_league: bool = True) -> dict:
         "win_rates_vs_random": {"main_0": 0.86, EVIL: 0.4}, "best_win_rate_vs_random": 0.86,
         "snapshots": [], "payoff": payoff.to_dict(), "resumed_from": None,
         "config": {"env": {"name": "connect_four", "kwargs": {}}, "algo": {"name": "ppo", "params": {"note": EVIL_CONFIG}},
-                   "policies": {}, "league": {"snapshot_interval": 3}, "seed": 0},
+                   "policies": {}, "league": {"snapshot_steps": 3}, "seed": 0},
     }
     if with_league:
         summary["league"] = {"population": pop.to_dict(), "payoff": payoff.to_dict(),
@@ -253,9 +253,10 @@ def test_family_tree_of_a_self_play_pool_is_rebuilt_from_snapshot_ids(tmp_path):
     table = PayoffTable()
     for snap in ("main@v1", "main@v2", "main@v3", "random"):
         table.update("main", snap, "win")
-    rows = [{"iteration": i, "env_steps": 100 * i, "main/episode_return_mean": 0.1} for i in range(1, 7)]
+    rows = [{"iteration": i, "env_steps": 100 * i, "main/episode_return_mean": 0.1,
+             "new_snapshots": [f"main@v{i // 2}"] if i % 2 == 0 else []} for i in range(1, 7)]
     summary = {"snapshots": ["main@v2", "main@v3"], "payoff": table.to_dict(),
-               "config": {"league": {"snapshot_interval": 2, "fixed_opponents": {"random": 0.2}}, "policies": {}}}
+               "config": {"league": {"snapshot_steps": 2, "fixed_opponents": {"random": 0.2}}, "policies": {}}}
     family = build_family(load_run(_write_run(tmp_path / "sp", rows, summary)))
     (lane,) = family.lanes
     assert lane.player.player_id == "main"

@@ -53,7 +53,8 @@ def test_selfplay_trainer_runs_two_iterations_on_ray(ray_session, tmp_path):
         {
             "algo": {"name": "ppo", "params": {"train_batch_size": 300, "minibatch_size": 100, "num_epochs": 2}},
             "sampler": {"num_samplers": 2, "num_envs": 4, "fragment_length": 40, "num_cpus": 0, "mode": "bulk_sync"},
-            "league": {"snapshot_interval": 1},
+            "league": {"snapshot_steps": 1},
+            "iteration": {"min_env_steps": 0},
             "eval": {"interval": 1, "episodes": 10},
             "stop": {"iterations": 2, "time_s": 0, "env_steps": 0},
             "verbose": False,
@@ -102,7 +103,8 @@ def test_multi_policy_trainer_composes_fragments(ray_session, tmp_path):
             # Two learner actors: the policies are placed one per learner by the LearnerGroup.
             "learner": {"num_learners": 2, "num_cpus_per_learner": 0},
             "eval": {"interval": 2, "episodes": 6},
-            "stop": {"iterations": 30, "time_s": 0, "env_steps": 0},
+            "iteration": {"min_env_steps": 160},  # one fragment: PPO updates every other iteration
+            "stop": {"iterations": 8, "time_s": 0, "env_steps": 0},
             "verbose": False,
         }
     )

@@ -33,6 +33,8 @@ def build_multi_policy_plan(
     algorithms: Mapping[str, Algorithm],
     max_skew: int = 1,
     mode: str = "async",
+    broadcast_every_env_steps: int = 1,
+    max_broadcasts_in_flight: int = 1,
 ) -> Any:
     """The merged plan for ``algorithms`` (policy id -> its algorithm); one item per training step.
 
@@ -44,6 +46,10 @@ def build_multi_policy_plan(
     ``mode`` is the ``Concurrently`` mode of the merge: ``"async"`` (default; output in
     order of readiness) or ``"round_robin"`` (a fixed turn order, one item per fragment per
     turn: with a ``bulk_sync`` source, the alternating schedule benchmarks compare against).
+
+    ``broadcast_every_env_steps`` and ``max_broadcasts_in_flight`` throttle each policy's
+    :class:`~league.flow.BroadcastWeights` (defaults: at most one broadcast per rollout
+    fragment sampled, and one unapplied broadcast per Ray sampler; 0 and 0: after every update).
     """
     from league.flow import BroadcastWeights, Concurrently
 
@@ -54,7 +60,13 @@ def build_multi_policy_plan(
     pids = list(algorithms)
     sources = [rollouts] if len(pids) == 1 else rollouts.duplicate(len(pids), max_buffer=max_skew)
     fragments = [
-        algorithms[pid].plan_fragment(src, learner, [pid]).for_each(BroadcastWeights(learner, samplers, [pid]))
+        algorithms[pid]
+        .plan_fragment(src, learner, [pid])
+        .for_each(
+            BroadcastWeights(
+                learner, samplers, [pid], every_env_steps=broadcast_every_env_steps, max_in_flight=max_broadcasts_in_flight
+            )
+        )
         for pid, src in zip(pids, sources)
     ]
     return fragments[0] if len(fragments) == 1 else Concurrently(fragments, mode=mode, name="PerPolicyFragments")

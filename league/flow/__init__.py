@@ -31,6 +31,7 @@ from league.flow.metrics import (
     NUM_ENV_STEPS_TRAINED,
     NUM_TARGET_UPDATES,
     NUM_WEIGHT_BROADCASTS,
+    NUM_WEIGHT_BROADCASTS_COALESCED,
     OperatorStats,
     PlanMetrics,
     Timer,
@@ -97,4 +98,5 @@ __all__ = [
     "NUM_TARGET_UPDATES",
     "LAST_TARGET_UPDATE_STEP",
     "NUM_WEIGHT_BROADCASTS",
+    "NUM_WEIGHT_BROADCASTS_COALESCED",
 ]

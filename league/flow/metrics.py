@@ -26,6 +26,8 @@ __all__ = [
     "NUM_TARGET_UPDATES",
     "LAST_TARGET_UPDATE_STEP",
     "NUM_WEIGHT_BROADCASTS",
+    "NUM_WEIGHT_BROADCASTS_COALESCED",
+    "NUM_LEARNER_UPDATES",
 ]
 
 NUM_ENV_STEPS_SAMPLED = "num_env_steps_sampled"
@@ -37,6 +39,10 @@ NUM_AGENT_STEPS_STORED = "num_agent_steps_stored"
 NUM_TARGET_UPDATES = "num_target_updates"
 LAST_TARGET_UPDATE_STEP = "last_target_update_step"
 NUM_WEIGHT_BROADCASTS = "num_weight_broadcasts"
+#: Prefix of the per-policy learner update counters (``num_learner_updates/<policy>``).
+NUM_LEARNER_UPDATES = "num_learner_updates"
+#: Broadcasts skipped because earlier ones were still unapplied (the next one carries newer weights).
+NUM_WEIGHT_BROADCASTS_COALESCED = "num_weight_broadcasts_coalesced"
 
 
 @dataclass

@@ -19,7 +19,10 @@ from league.flow.metrics import (
     NUM_AGENT_STEPS_TRAINED,
     NUM_ENV_STEPS_TRAINED,
     NUM_TARGET_UPDATES,
+    NUM_ENV_STEPS_SAMPLED,
+    NUM_LEARNER_UPDATES,
     NUM_WEIGHT_BROADCASTS,
+    NUM_WEIGHT_BROADCASTS_COALESCED,
     PlanMetrics,
 )
 from league.flow.recovery import on_sampler_restart
@@ -77,8 +80,9 @@ class TrainOneStep(Operator):
 
     ``num_epochs`` and ``minibatch_size`` are passed on as keyword arguments only when
     set (``num_epochs != 1``, ``minibatch_size`` not None), so learners that do not take
-    them keep working. Counts ``num_env_steps_trained`` and ``num_agent_steps_trained``
-    (rows of the trained policies) and keeps the latest statistics per policy.
+    them keep working. Counts ``num_env_steps_trained``, ``num_agent_steps_trained``
+    (rows of the trained policies) and ``num_learner_updates/<policy>`` (calls that
+    returned statistics for it), and keeps the latest statistics per policy.
     """
 
     def __init__(
@@ -112,6 +116,8 @@ class TrainOneStep(Operator):
         stats = _record_stats(stats, metrics, self.learner, "learn_on_batch")
         metrics.counters[NUM_ENV_STEPS_TRAINED] += batch.env_steps
         metrics.counters[NUM_AGENT_STEPS_TRAINED] += _agent_steps(batch, self.policy_ids)
+        for pid in stats:  # learner updates per policy: one per call (a PPO batch, a DQN step)
+            metrics.counters[f"{NUM_LEARNER_UPDATES}/{pid}"] += 1
         return TrainResult(batch, stats)
 
 
@@ -200,20 +206,52 @@ class BroadcastWeights(Operator):
     learner's weights to a restarted sampler before using its data again.
     """
 
-    def __init__(self, learner: Any, samplers: Sequence[Any], policy_ids: Iterable[str] | None = None, wait: bool = False) -> None:
+    def __init__(
+        self,
+        learner: Any,
+        samplers: Sequence[Any],
+        policy_ids: Iterable[str] | None = None,
+        wait: bool = False,
+        every_env_steps: int = 0,
+        max_in_flight: int = 0,
+    ) -> None:
+        if every_env_steps < 0 or max_in_flight < 0:
+            raise ValueError(f"BroadcastWeights every_env_steps and max_in_flight must be >= 0, got {every_env_steps}, {max_in_flight}")
         self.learner = learner
         self.samplers = list(samplers)
         if not self.samplers:
             raise ValueError("BroadcastWeights needs at least one sampler")
         self.policy_ids = _policy_ids(policy_ids, "BroadcastWeights")
         self.wait = wait
+        self.every_env_steps = every_env_steps
+        self.max_in_flight = max_in_flight
+        self._last_sampled: int | None = None  # num_env_steps_sampled at the previous broadcast
         self._in_flight: list[Any] = []
         for sampler in self.samplers:
             if is_ray_actor(sampler):
                 on_sampler_restart(sampler, self.resend)
 
     def describe(self) -> str:
-        return f"BroadcastWeights({len(self.samplers)} samplers, policies={self.policy_ids or 'all'})"
+        throttle = f", every {self.every_env_steps} env steps" if self.every_env_steps else ""
+        return f"BroadcastWeights({len(self.samplers)} samplers, policies={self.policy_ids or 'all'}{throttle})"
+
+    def _due(self, metrics: PlanMetrics) -> bool:
+        """Throttling: samplers read weights only when they start a fragment, so weights
+        changed by several updates in between need one broadcast, not one per update."""
+        sampled = metrics.counters.get(NUM_ENV_STEPS_SAMPLED, 0)
+        if self.every_env_steps and self._last_sampled is not None and sampled - self._last_sampled < self.every_env_steps:
+            return False
+        if self.max_in_flight and len(self._in_flight) >= self.max_in_flight * len(self.samplers):
+            import ray
+
+            # Drop the applied ones; still too many unapplied: coalesce into a later broadcast.
+            done, self._in_flight = ray.wait(self._in_flight, num_returns=len(self._in_flight), timeout=0)
+            _get_from_live_samplers(done)
+            if len(self._in_flight) >= self.max_in_flight * len(self.samplers):
+                metrics.counters[NUM_WEIGHT_BROADCASTS_COALESCED] += 1
+                return False
+        self._last_sampled = sampled
+        return True
 
     def resend(self, sampler: Any) -> Any:
         """Send the learner's current weights to one sampler (e.g. restarted); the call's ObjectRef."""
@@ -231,6 +269,8 @@ class BroadcastWeights(Operator):
         _get_from_live_samplers(done)
 
     def __call__(self, item: Any, metrics: PlanMetrics) -> Any:
+        if not self._due(metrics):
+            return item
         with metrics.timer("broadcast_weights"):
             self._raise_earlier_failures()
             remote = [is_ray_actor(s) for s in self.samplers]

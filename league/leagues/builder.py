@@ -61,7 +61,7 @@ def make_league(
         from league.leagues.selfplay import SelfPlayLeague
 
         fixed = {pid: scripted_factory(pid, spec, league.negamax_depth) for pid in league.fixed_opponents}
-        return SelfPlayLeague(pool, algorithms[main], fixed, league.snapshot_interval)
+        return SelfPlayLeague(pool, algorithms[main], fixed, league.snapshot_steps)
 
     game = openspiel_game_of(cfg.env.name)
     if league.meta_game == "exact" and game is None:
@@ -86,6 +86,7 @@ def make_league(
         matchup_batch=league.matchup_batch,
         eval_pairs=league.eval_pairs,
         eval_episodes_per_pair=league.eval_episodes_per_pair,
+        meta_game_episodes=league.meta_game_episodes,
         exact=exact,
         exploitability_interval=league.exploitability_interval,
         seed=cfg.seed,

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from league.flow.actors import resolve_lenient, submit
+from league.flow.metrics import NUM_AGENT_STEPS_SAMPLED
 from league.leagues.base import TrainingLeague, Weights, load_frozen_policies
 from league.population.payoff import PayoffTable
 from league.population.selfplay import SelfPlayPool
@@ -15,22 +16,30 @@ __all__ = ["SelfPlayLeague"]
 
 
 class SelfPlayLeague(TrainingLeague):
-    """Wraps a :class:`SelfPlayPool`: a snapshot every ``snapshot_interval`` iterations.
+    """Wraps a :class:`SelfPlayPool`: a snapshot every ``snapshot_steps`` agent steps of main.
+
+    The clock is the learning policy's sampled agent steps (plan counter
+    ``num_agent_steps_sampled/<main>``), as for the coordinated recipes, so a snapshot
+    means the same amount of play whatever the algorithm and however its iterations run.
+    A snapshot evicted from the pool is retired from the samplers at once: each sampler
+    keeps it until the episodes that drew it have ended (:meth:`Sampler.remove_policy`).
 
     Args:
         pool: the pool of the learning policy.
         algorithm: the learning policy's algorithm (it builds snapshot policies too).
         fixed: factories of the fixed members (e.g. ``{"random": RandomPolicyFactory()}``).
-        snapshot_interval: iterations between snapshots (0: never).
+        snapshot_steps: main's sampled agent steps between snapshots (0: never).
     """
 
-    def __init__(self, pool: SelfPlayPool, algorithm: Any, fixed: Mapping[str, Any], snapshot_interval: int) -> None:
+    def __init__(self, pool: SelfPlayPool, algorithm: Any, fixed: Mapping[str, Any], snapshot_steps: int) -> None:
         self.pool = pool
         self.algorithm = algorithm
         self.fixed = dict(fixed)
-        self.snapshot_interval = int(snapshot_interval)
+        self.snapshot_steps = int(snapshot_steps)
         self.learning = [pool.main]
-        self._retiring: list[str] = []  # evicted at the last snapshot, removed from samplers at the next
+        self.evicted = 0  # snapshots evicted from the pool (and retired from the samplers) so far
+        self._last_snapshot_step = 0  # main's agent steps at the latest snapshot
+        self._new: list[str] = []  # snapshots taken since the last metrics row
 
     @property
     def payoff(self) -> PayoffTable:
@@ -52,30 +61,35 @@ class SelfPlayLeague(TrainingLeague):
         self.pool.record(episodes)
 
     def update(self, iteration: int, counters: Mapping[str, int], learner: Any, samplers: Sequence[Any]) -> None:
-        """A snapshot of main every ``snapshot_interval`` iterations, loaded on every sampler."""
-        if not self.snapshot_interval or iteration % self.snapshot_interval:
-            return
+        """A snapshot of main once it sampled ``snapshot_steps`` agent steps since the last one."""
         main = self.pool.main
+        steps = int(counters.get(f"{NUM_AGENT_STEPS_SAMPLED}/{main}", 0))
+        if not self.snapshot_steps or steps - self._last_snapshot_step < self.snapshot_steps:
+            return
+        self._last_snapshot_step = steps
         snap, evicted = self.pool.add_snapshot(learner.get_weights([main])[main], iteration)
+        self._new.append(snap.policy_id)
         load_frozen_policies(samplers, {snap.policy_id: (self.algorithm, snap.weights)})
-        matchups = self.pool.matchups()
-        calls = [submit(s, "set_matchups", matchups) for s in samplers]
-        # A snapshot evicted now may still play in episodes in progress: it leaves the
-        # samplers one snapshot interval later, when those episodes are long over.
-        calls += [submit(s, "remove_policy", pid) for pid in self._retiring for s in samplers]
-        resolve_lenient(calls, samplers * (1 + len(self._retiring)))  # a restarting sampler gets the league from its hook
-        for pid in self._retiring:
-            self.pool.payoff.forget(pid)
-        self._retiring = [evicted.policy_id] if evicted is not None else []
+        # New matchups first: Ray runs each sampler's calls in order, so by the time the
+        # evicted snapshot is retired no new episode can draw it; episodes in progress keep it.
+        calls = [submit(s, "set_matchups", self.pool.matchups()) for s in samplers]
+        if evicted is not None:
+            calls += [submit(s, "remove_policy", evicted.policy_id) for s in samplers]
+            self.pool.payoff.forget(evicted.policy_id)
+            self.evicted += 1
+        resolve_lenient(calls, samplers * (len(calls) // max(1, len(samplers))))  # a restarting sampler gets the league from its hook
 
     def metrics(self, iteration: int, learner: Any) -> dict[str, Any]:
-        """The number of snapshots in the pool."""
-        return {"snapshots": len(self.pool.snapshots)}
+        """The number of snapshots in the pool, those taken since the last row, evictions so far."""
+        new, self._new = self._new, []
+        return {"snapshots": len(self.pool.snapshots), "new_snapshots": new, "snapshots_evicted": self.evicted}
 
     def state(self) -> dict[str, Any]:
-        """The pool's state."""
-        return {"pool": self.pool.state()}
+        """The pool's state and the snapshot clock."""
+        return {"pool": self.pool.state(), "last_snapshot_step": self._last_snapshot_step, "evicted": self.evicted}
 
     def load_state(self, state: Mapping[str, Any], policies: Mapping[str, Weights]) -> None:
-        """Snapshots (with weights from ``policies``) and the payoff table."""
+        """Snapshots (with weights from ``policies``), the payoff table and the snapshot clock."""
         self.pool.load_state(state["pool"], policies)
+        self._last_snapshot_step = int(state.get("last_snapshot_step", 0))
+        self.evicted = int(state.get("evicted", 0))

@@ -86,12 +86,15 @@ class SelfPlayPool:
         return OpponentSampling(self.main, self.opponent_probabilities())
 
     def record(self, episodes: Iterable[Mapping[str, Any]]) -> None:
-        """Update the payoff table from sampler episode stats (main vs a snapshot only)."""
+        """Update the payoff table from sampler episode stats (main vs a current member only)."""
+        members = {s.policy_id for s in self.snapshots} | set(self.fixed_opponents)
         for ep in episodes:
             seats = ep["policies"]
             main_seats = [a for a, p in seats.items() if p == self.main]
             others = [a for a, p in seats.items() if p != self.main]
-            if len(main_seats) == 1 and len(others) == 1:
+            # An episode that began before its snapshot was evicted ends afterwards: its result
+            # must not bring the evicted snapshot back into the (bounded) payoff table.
+            if len(main_seats) == 1 and len(others) == 1 and seats[others[0]] in members:
                 self.payoff.update(self.main, seats[others[0]], ep["outcome"][main_seats[0]])
 
     def state(self) -> dict[str, Any]:

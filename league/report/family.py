@@ -4,9 +4,9 @@ Two sources. A league coordinator run stores its :class:`~league.population.Popu
 (players with ``kind``, ``parent_id``, ``created_step``), which is read as is. The simple
 self-play pool stores only the ids of the snapshots it still holds (``main@v4``...); there
 the tree is rebuilt from the ids: ``<policy>@v<n>`` is the n-th snapshot of ``<policy>``,
-ids seen in the payoff table but no longer in the pool were evicted, and the step of
-snapshot n is inferred as the env steps at iteration ``n * league.snapshot_interval``
-(only for runs that were not resumed, where that rule held throughout).
+ids seen in the payoff table or the metrics rows but no longer in the pool were evicted, and the step of
+each snapshot is the env steps of the metrics row that names it in ``new_snapshots``
+(only for runs that were not resumed, whose rows all lie in this run directory).
 
 The same order (each learning player followed by its snapshots, then fixed opponents)
 is the order of the payoff heat map.
@@ -135,8 +135,10 @@ def _from_snapshot_ids(run: RunData) -> Family:
     learning = _learning_ids(run)
     held = [str(s) for s in summary.get("snapshots", []) if isinstance(s, str)]
     seen = set(held) | set(run.payoff.players() if run.payoff is not None else [])
+    # Evicted snapshots leave the payoff table; the rows still name every snapshot taken.
+    seen |= {str(p) for row in run.rows if isinstance(row.get("new_snapshots"), list) for p in row["new_snapshots"]}
     steps = _inferred_steps(run)
-    family = Family(step_label="env steps (inferred from the snapshot interval)" if steps else "snapshot order")
+    family = Family(step_label="env steps (from the metrics rows)" if steps else "snapshot order")
     claimed: set[str] = set(learning)
     for pid in learning:
         versions = sorted((v, s) for s in seen if (v := _version(s, pid)) is not None)
@@ -157,17 +159,24 @@ def _from_snapshot_ids(run: RunData) -> Family:
 
 
 def _inferred_steps(run: RunData) -> Callable[[int], int | None] | None:
-    """``version -> env steps`` for self-play snapshots, or None when it cannot be trusted."""
-    interval = run.config_value("league.snapshot_interval")
+    """``version -> env steps`` for self-play snapshots, or None when it cannot be trusted.
+
+    Each metrics row names the snapshots taken in its iteration (``new_snapshots``); a
+    snapshot's step is that row's env steps. Resumed runs lack the earlier rows."""
     summary = run.summary or {}
-    if not is_number(interval) or interval <= 0 or summary.get("resumed_from") or not run.rows:
+    if summary.get("resumed_from") or not run.rows:
         return None
-    by_iteration = {int(r["iteration"]): int(r["env_steps"]) for r in run.rows if is_number(r.get("iteration")) and is_number(r.get("env_steps"))}
-
-    def step_of(version: int) -> int | None:
-        return by_iteration.get(version * int(interval))
-
-    return step_of
+    taken: dict[int, int] = {}
+    for row in run.rows:
+        ids = row.get("new_snapshots")
+        if isinstance(ids, list) and is_number(row.get("env_steps")):
+            for pid in ids:
+                version = str(pid).rpartition(_SNAPSHOT_SEPARATOR)[2]
+                if version.isdigit():
+                    taken[int(version)] = int(row["env_steps"])
+    if not taken:
+        return None
+    return taken.get
 
 
 def steps_known(family: Family) -> bool:

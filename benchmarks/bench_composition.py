@@ -1,0 +1,132 @@
+"""Mixing algorithms costs no throughput, and a DQN league runs for as long as asked.
+
+Every run is ``league-train`` itself (a subprocess, the configs in ``configs/`` plus the
+overrides printed with each figure), so each figure is reproducible from the command line.
+
+Figures (one JSON object per line):
+
+* ``mixed_throughput``, per env (``tictactoe``, ``connect_four``) and config, the configs
+  of one env run back to back in this script (``--order`` alternates them between
+  repeats): ``policies=ppo_vs_dqn`` (a PPO and a DQN policy playing each other), its
+  PPO-only twin ``policies=ppo_vs_ppo`` (the baseline), and the default PPO self-play
+  league. Env steps/s after a warm-up (``--warmup-s``), learner updates per second per
+  policy (one PPO update = all epochs on one train batch; one DQN update = one gradient
+  step), and weight broadcasts sent (and coalesced) per second.
+* ``mixed_vs_ppo``: per env, the ratio of ``ppo_vs_dqn``'s env steps/s to
+  ``ppo_vs_ppo``'s (target >= 0.8).
+* ``dqn_selfplay``: ``league-train algo=dqn`` (the default connect-four league) for
+  ``--dqn-minutes``: whether it finished, iterations, env steps, its last greedy win rate
+  against the uniform-random player, snapshots taken and evicted, and a curve of
+  ``(time_s, env_steps, win_rate_vs_random)`` rows.
+
+Usage: ``python benchmarks/bench_composition.py [--seconds 90] [--dqn-minutes 10]
+[--skip-mixed] [--skip-dqn]``. Run nothing else timed beside it (2 cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+MIXED_CONFIGS = {"ppo_vs_dqn": ["policies=ppo_vs_dqn"], "ppo_vs_ppo": ["policies=ppo_vs_ppo"], "ppo_selfplay": []}
+TARGET_RATIO = 0.8
+
+
+def league_train(overrides: list[str], run_dir: Path) -> tuple[list[dict[str, Any]], dict[str, Any] | None, str]:
+    """Run ``league-train`` with ``overrides`` into ``run_dir``; its rows, summary and stderr tail."""
+    command = [sys.executable, "-m", "league.cli.train", *overrides, "logging=quiet", f"hydra.run.dir={run_dir}"]
+    done = subprocess.run(command, capture_output=True, text=True)
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()] if (run_dir / "metrics.jsonl").exists() else []
+    summary_path = run_dir / "summary.json"
+    summary = json.loads(summary_path.read_text()) if done.returncode == 0 and summary_path.exists() else None
+    return rows, summary, done.stderr[-2000:]
+
+
+def _rate(rows: list[dict[str, Any]], key: Any, warmup_s: float) -> float | None:
+    """Per-second growth of ``key(row)`` between the first row after the warm-up and the last row."""
+    after = [r for r in rows if r["time_s"] >= warmup_s]
+    if len(after) < 2:
+        return None
+    first, last = after[0], after[-1]
+    return round((key(last) - key(first)) / max(last["time_s"] - first["time_s"], 1e-9), 2)
+
+
+def throughput(env: str, name: str, seconds: float, warmup_s: float, root: Path) -> dict[str, Any]:
+    """One ``mixed_throughput`` figure."""
+    overrides = [f"env={env}", *MIXED_CONFIGS[name], f"stop.time_s={seconds}", "stop.env_steps=0"]
+    rows, summary, err = league_train(overrides, root / f"{env}_{name}")
+    if summary is None:
+        return {"figure": "mixed_throughput", "env": env, "config": name, "error": err}
+    counters = rows[-1]["counters"]
+    policies = sorted(k.split("/", 1)[1] for k in counters if k.startswith("num_learner_updates/"))
+    return {
+        "figure": "mixed_throughput",
+        "env": env,
+        "config": name,
+        "overrides": overrides,
+        "env_steps_per_s": _rate(rows, lambda r: r["env_steps"], warmup_s),
+        "updates_per_s": {p: _rate(rows, lambda r, p=p: r["counters"].get(f"num_learner_updates/{p}", 0), warmup_s) for p in policies},
+        "broadcasts_per_s": _rate(rows, lambda r: r["counters"].get("num_weight_broadcasts", 0), warmup_s),
+        "broadcasts": counters.get("num_weight_broadcasts", 0),
+        "broadcasts_coalesced": counters.get("num_weight_broadcasts_coalesced", 0),
+        "env_steps": rows[-1]["env_steps"],
+        "iterations": rows[-1]["iteration"],
+        "win_rate_vs_random": rows[-1]["win_rate_vs_random"],
+    }
+
+
+def dqn_selfplay(minutes: float, root: Path) -> dict[str, Any]:
+    """The ``dqn_selfplay`` figure."""
+    overrides = ["algo=dqn", f"stop.time_s={minutes * 60:g}", "stop.env_steps=0"]
+    rows, summary, err = league_train(overrides, root / "dqn_selfplay")
+    last = rows[-1] if rows else {}
+    return {
+        "figure": "dqn_selfplay",
+        "overrides": overrides,
+        "completed": summary is not None,
+        "error": None if summary is not None else err,
+        "iterations": last.get("iteration"),
+        "env_steps": last.get("env_steps"),
+        "time_s": last.get("time_s"),
+        "win_rate_vs_random": (summary or {}).get("final_win_rate_vs_random"),
+        "best_win_rate_vs_random": (summary or {}).get("best_win_rate_vs_random"),
+        "snapshots_held": last.get("snapshots"),
+        "snapshots_evicted": last.get("snapshots_evicted"),
+        "curve": [(r["time_s"], r["env_steps"], r["win_rate_vs_random"].get("main")) for r in rows if r["win_rate_vs_random"]][::5],
+    }
+
+
+def main() -> None:
+    """Run the figures and print them as JSON lines."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=90.0, help="stop.time_s of each throughput run")
+    parser.add_argument("--warmup-s", type=float, default=20.0)
+    parser.add_argument("--envs", nargs="+", default=["tictactoe", "connect_four"])
+    parser.add_argument("--dqn-minutes", type=float, default=10.0)
+    parser.add_argument("--skip-mixed", action="store_true")
+    parser.add_argument("--skip-dqn", action="store_true")
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="bench_composition_"))
+    start = time.perf_counter()
+    if not args.skip_mixed:
+        for env in args.envs:
+            figures = {name: throughput(env, name, args.seconds, args.warmup_s, root) for name in MIXED_CONFIGS}
+            for figure in figures.values():
+                print(json.dumps(figure), flush=True)
+            mixed, ppo = figures["ppo_vs_dqn"].get("env_steps_per_s"), figures["ppo_vs_ppo"].get("env_steps_per_s")
+            ratio = round(mixed / ppo, 3) if mixed and ppo else None
+            print(json.dumps({"figure": "mixed_vs_ppo", "env": env, "ratio": ratio, "target": TARGET_RATIO,
+                              "met": ratio is not None and ratio >= TARGET_RATIO}), flush=True)  # fmt: skip
+    if not args.skip_dqn:
+        print(json.dumps(dqn_selfplay(args.dqn_minutes, root)), flush=True)
+    print(json.dumps({"figure": "bench_composition_wall_s", "seconds": round(time.perf_counter() - start, 1), "run_root": str(root)}))
+
+
+if __name__ == "__main__":
+    main()
