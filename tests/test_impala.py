@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from league.algos.base import PolicyState
-from league.algos.impala import APPO, IMPALA, LEARNER_LOGP, learner_thread_plan
+from league.algos.impala import APPO, BOOTSTRAP_OBS, IMPALA, LEARNER_LOGP, learner_thread_plan
 from league.algos.vtrace import chunk_ends, vtrace
 from league.batch import Columns as C
 from league.batch import MultiAgentBatch, SampleBatch
@@ -85,7 +85,8 @@ def _chunked_batch(n_chunks: int = 5, length: int = 6, seed: int = 0) -> SampleB
             C.ACTION_MASK: np.ones((n, 3), np.int8),
             C.ACTION_LOGP: np.log(rng.uniform(0.1, 0.9, n)).astype(np.float32),
             C.REWARDS: rng.normal(size=n).astype(np.float32),
-            C.BOOTSTRAP_VALUE: np.repeat(rng.normal(size=n_chunks), length).astype(np.float32),
+            BOOTSTRAP_OBS: np.repeat(rng.normal(size=(n_chunks, 3)), length, axis=0).astype(np.float32),
+            C.TERMINATEDS: np.zeros(n, bool),  # every chunk cut before its episode ended
             C.EPS_ID: np.repeat(np.arange(n_chunks), length),
             C.AGENT_INDEX: np.zeros(n, np.int32),
             C.T: np.tile(np.arange(length), n_chunks).astype(np.int32),
@@ -104,9 +105,10 @@ def test_vtrace_targets_use_the_learners_policy_and_values():
     obs = batch[C.OBS].astype(np.float64)
     logp = _np_logp_all(model, obs, batch[C.ACTION_MASK])[np.arange(len(batch)), batch[C.ACTIONS]]
     values = obs @ model.u.detach().numpy()
+    bootstrap = batch[BOOTSTRAP_OBS].astype(np.float64) @ model.u.detach().numpy()  # the learner's V(after chunk)
     expected = vtrace(
         t[C.ACTION_LOGP], torch.tensor(logp, dtype=torch.float32), t[C.REWARDS], torch.tensor(values, dtype=torch.float32),
-        t[C.BOOTSTRAP_VALUE], ends, gamma=0.9, lam=0.9, rho_bar=1.5, c_bar=0.8, pg_rho_bar=1.2,
+        torch.tensor(bootstrap, dtype=torch.float32), ends, gamma=0.9, lam=0.9, rho_bar=1.5, c_bar=0.8, pg_rho_bar=1.2,
     )
     np.testing.assert_allclose(targets[LEARNER_LOGP].numpy(), logp, rtol=1e-5)
     np.testing.assert_allclose(targets[C.VALUE_TARGETS].numpy(), expected.vs.numpy(), rtol=1e-5, atol=1e-6)
@@ -159,7 +161,7 @@ def test_learn_favours_the_rewarded_action():
                 C.ACTION_MASK: np.ones((n, 3), np.int8),
                 C.ACTION_LOGP: np.log(probs[np.arange(n), actions]).astype(np.float32),
                 C.REWARDS: (actions == 2).astype(np.float32),
-                C.BOOTSTRAP_VALUE: np.zeros(n, np.float32),
+                BOOTSTRAP_OBS: np.zeros((n, 3), np.float32),
                 C.TERMINATEDS: np.ones(n, bool),
                 C.EPS_ID: np.arange(n),
                 C.AGENT_INDEX: np.zeros(n, np.int32),
@@ -172,21 +174,25 @@ def test_learn_favours_the_rewarded_action():
     assert torch.softmax(logits, -1)[:, 2].mean().item() > 0.6  # from about 1/3
 
 
-def test_postprocess_adds_bootstrap_value_per_row():
+def test_postprocess_adds_the_bootstrap_observation_per_row():
     algo = IMPALA(SPEC)
-    traj = SampleBatch({C.REWARDS: np.zeros(3, np.float32)})
-    out = algo.postprocess_trajectory(traj.copy(), {C.VF_PREDS: np.array([2.5], np.float32)})
-    np.testing.assert_array_equal(out[C.BOOTSTRAP_VALUE], [2.5, 2.5, 2.5])
-    assert out[C.BOOTSTRAP_VALUE].dtype == np.float32
-    np.testing.assert_array_equal(algo.postprocess_trajectory(traj.copy(), None)[C.BOOTSTRAP_VALUE], [0, 0, 0])
+    traj = SampleBatch({C.OBS: np.ones((3, 3), np.float32), C.REWARDS: np.zeros(3, np.float32)})
+    after = np.array([[0.5, -1.0, 2.0]], np.float32)
+    out = algo.postprocess_trajectory(traj.copy(), {C.OBS: after, C.VF_PREDS: np.array([2.5], np.float32)})
+    np.testing.assert_array_equal(out[BOOTSTRAP_OBS], np.repeat(after, 3, axis=0))
+    assert out[BOOTSTRAP_OBS].dtype == np.float32
+    np.testing.assert_array_equal(out[C.BOOTSTRAP_VALUE], [2.5, 2.5, 2.5])  # the behaviour's value: diagnostics only
+    terminated = algo.postprocess_trajectory(traj.copy(), None)
+    np.testing.assert_array_equal(terminated[BOOTSTRAP_OBS], np.zeros((3, 3)))
+    np.testing.assert_array_equal(terminated[C.BOOTSTRAP_VALUE], [0, 0, 0])
 
 
 def test_learn_names_missing_columns():
     algo = IMPALA(SPEC)
     model = algo.make_model()
     batch = _chunked_batch()
-    without = SampleBatch({k: v for k, v in batch.items() if k != C.BOOTSTRAP_VALUE})
-    with pytest.raises(ValueError, match=r"without columns \['bootstrap_value'\]"):
+    without = SampleBatch({k: v for k, v in batch.items() if k != BOOTSTRAP_OBS})
+    with pytest.raises(ValueError, match=r"without columns \['bootstrap_obs'\]"):
         algo.learn(PolicyState(model, algo.make_optimizer(model), np.random.default_rng(0)), without)
 
 

@@ -13,10 +13,12 @@ from league.batch import MultiAgentBatch, SampleBatch
 from league.envs import MultiAgentEnv, make_env, register_env
 from league.policy import RandomPolicyFactory
 from league.sampling import EnvFailure, FixedMatchups, OpponentSampling, Sampler
+from league.sampling.versioning import WEIGHTS_VERSION
 
 EXPECTED_COLUMNS = {
     C.OBS, C.ACTIONS, C.ACTION_MASK, C.REWARDS, C.TERMINATEDS, C.TRUNCATEDS, C.EPS_ID,
     C.AGENT_INDEX, C.T, C.ACTION_LOGP, C.VF_PREDS, C.ADVANTAGES, C.VALUE_TARGETS,
+    WEIGHTS_VERSION,  # which weights chose each action (league.sampling.versioning)
 }
 
 

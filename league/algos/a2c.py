@@ -5,6 +5,9 @@ entropy_coef * entropy``, with GAE advantages (``lam=1``: n-step returns) comput
 sampler. The plan is the simplest on-policy loop; ``plan="a3c"`` splits the step into
 ``ComputeGradients`` / ``ApplyGradients`` (the A3C shape: gradients computed from a batch,
 then applied by the learner that owns the optimiser).
+
+On-policy: the plan trains only on rows produced by the current weights
+(``max_policy_lag`` 0 by default; rows from before a reset never), as PPO's does.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from torch import nn
 from league.algos.actor_critic import ActorCriticAlgorithm
 from league.algos.base import PolicyState, batch_to_tensors
 from league.algos.postprocessing import compute_gae
+from league.algos.sgd import check_max_policy_lag
 from league.algos.torch_policy import masked_logits
 from league.batch import Columns as C
 from league.batch import SampleBatch
@@ -43,6 +47,8 @@ class A2CConfig:
     max_grad_norm: float = 0.5
     standardize_advantages: bool = False
     plan: str = "train_one_step"  # or "a3c": ComputeGradients -> ApplyGradients
+    # Train on rows produced by weights at most this many updates old (0: on-policy).
+    max_policy_lag: int = 0
     model: str = "auto"
     model_kwargs: dict[str, Any] = field(default_factory=dict)
 
@@ -54,6 +60,7 @@ class A2CConfig:
             raise ValueError(f"a2c.gamma and a2c.lam must lie in [0, 1], got {self.gamma}, {self.lam}")
         if self.plan not in _PLANS:
             raise ValueError(f"a2c.plan must be one of {_PLANS}, got {self.plan!r}")
+        check_max_policy_lag("a2c", self.max_policy_lag)
 
 
 class A2C(ActorCriticAlgorithm):
@@ -128,12 +135,15 @@ class A2C(ActorCriticAlgorithm):
 
     def plan_fragment(self, rollouts: Any, learner: Any, policy_ids: list[str]) -> Any:
         """Rollouts -> SelectExperiences -> ConcatBatches -> TrainOneStep
-        (or -> ComputeGradients -> ApplyGradients with ``plan="a3c"``)."""
+        (or -> ComputeGradients -> ApplyGradients with ``plan="a3c"``); gradients come from
+        fresh rows only (see :class:`~league.learn.staleness.FreshRowsLearner`)."""
         from league.flow import ApplyGradients, ComputeGradients, ConcatBatches, SelectExperiences, TrainOneStep
+        from league.learn.staleness import FreshRowsLearner
 
+        fresh = FreshRowsLearner(learner)
         batches = rollouts.for_each(SelectExperiences(policy_ids)).combine(
             ConcatBatches(min_batch_size=self.config.train_batch_size, count="agent_steps")
         )
         if self.config.plan == "a3c":
-            return batches.for_each(ComputeGradients(learner)).for_each(ApplyGradients(learner))
-        return batches.for_each(TrainOneStep(learner, policy_ids))
+            return batches.for_each(ComputeGradients(fresh)).for_each(ApplyGradients(learner))
+        return batches.for_each(TrainOneStep(fresh, policy_ids))

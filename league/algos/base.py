@@ -21,9 +21,18 @@ from torch import nn
 from league.batch import SampleBatch
 from league.envs.base import AgentSpec
 from league.policy import PolicyFactory
+from league.sampling.versioning import WEIGHTS_VERSION
 from league.typecheck import check_field_types
 
-__all__ = ["Algorithm", "PolicyState", "config_from_dict", "batch_to_tensors"]
+__all__ = [
+    "Algorithm",
+    "PolicyState",
+    "config_from_dict",
+    "batch_to_tensors",
+    "add_version_buffer",
+    "read_version",
+    "write_version",
+]
 
 C = TypeVar("C")
 
@@ -49,6 +58,34 @@ def batch_to_tensors(batch: SampleBatch, names: list[str], device: torch.device)
     return out
 
 
+def add_version_buffer(model: nn.Module) -> nn.Module:
+    """Give ``model`` the ``int64`` buffer that counts its weights' versions (0 to start).
+
+    Being part of the state dict, the version travels with every weights dict a learner
+    hands out (see :mod:`league.sampling.versioning`); returns ``model``.
+    """
+    model.register_buffer(WEIGHTS_VERSION, torch.zeros((), dtype=torch.int64))
+    return model
+
+
+def _version_buffer(model: nn.Module) -> torch.Tensor | None:
+    # Only a top-level buffer counts: a wrapped sub-model's own version is not the policy's.
+    return model._buffers.get(WEIGHTS_VERSION)
+
+
+def read_version(model: nn.Module) -> int | None:
+    """The version held by ``model``'s buffer, or ``None`` if it has none (reads the device)."""
+    buf = _version_buffer(model)
+    return None if buf is None else int(buf.item())
+
+
+def write_version(model: nn.Module, version: int) -> None:
+    """Set ``model``'s version buffer (no-op for a model without one); no device sync."""
+    buf = _version_buffer(model)
+    if buf is not None:
+        buf.fill_(int(version))
+
+
 @dataclass
 class PolicyState:
     """Everything a learner holds for one policy.
@@ -56,6 +93,14 @@ class PolicyState:
     ``optimizer`` is ``None`` for frozen policies (inference only, no optimiser state).
     ``extra`` holds algorithm-specific learner-side state (e.g. DQN's target network),
     created by :meth:`Algorithm.init_extra_state`.
+
+    Versions (see :mod:`league.learn.staleness`): ``weights_version`` mirrors the model's
+    version buffer (kept here so reading it never waits for a GPU); it grows by one per
+    update and never goes back. ``weights_epoch`` is the version at which the current
+    weights' lineage began: the policy's creation, or the latest time its weights were
+    replaced from outside (a league reset, a checkpoint restore). Rows stamped with a
+    version outside ``[weights_epoch, weights_version]`` were not produced by this
+    lineage. The two drop counters are diagnostics, not saved with the state.
     """
 
     model: nn.Module
@@ -63,6 +108,10 @@ class PolicyState:
     rng: np.random.Generator
     extra: dict[str, Any] = field(default_factory=dict)
     num_updates: int = 0
+    weights_version: int = 0
+    weights_epoch: int = 0
+    stale_rows_dropped: int = 0
+    old_epoch_rows_dropped: int = 0
 
     @property
     def frozen(self) -> bool:
@@ -122,6 +171,15 @@ class Algorithm(PolicyFactory):
 
     def update_target(self, state: PolicyState) -> None:
         """Refresh target networks (a no-op for algorithms without one)."""
+
+    def max_policy_lag(self) -> int | None:
+        """How many updates old a row may be and still be trained on (``None``: any age).
+
+        Read from ``config.max_policy_lag`` when the config has that key; algorithms
+        without it (DQN: off-policy replay) accept any age. Rows from before the
+        policy's current epoch are refused regardless (see :mod:`league.learn.staleness`).
+        """
+        return getattr(self.config, "max_policy_lag", None)
 
     @abstractmethod
     def plan_fragment(self, rollouts: Any, learner: Any, policy_ids: list[str]) -> Any:

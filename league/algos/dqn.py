@@ -16,6 +16,14 @@ from the statistics (so reporting only ever sees floats) and writes it back to t
 
 Target network: ``state.extra["target_model"]`` (from :meth:`DQN.init_extra_state`), refreshed
 every ``target_update_interval`` gradient updates (a copy, or Polyak averaging if ``tau < 1``).
+
+Resets. Replay is off-policy, so rows of any age are welcome, but not rows of another
+epoch: when the league resets a DQN player (or its learner is restored), what the old
+weights collected must not train the new ones. The replay view asks the learner for the
+policy's epoch whenever it stores rows; a new epoch empties that policy's buffer (and
+waits for ``learning_starts`` rows again), and rows stamped before the epoch are not
+stored. Replayed rows of an old epoch that are drawn before that happens are dropped by
+the learner itself (the plan trains through :class:`~league.learn.staleness.FreshRowsLearner`).
 """
 
 from __future__ import annotations
@@ -30,14 +38,16 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from league.algos.base import Algorithm, PolicyState, batch_to_tensors
+from league.algos.base import Algorithm, PolicyState, add_version_buffer, batch_to_tensors
 from league.algos.q_models import build_q_model, masked_argmax
 from league.algos.q_policy import EpsilonGreedyQPolicy
 from league.algos.schedules import LinearSchedule, Schedule
 from league.batch import Columns as C
 from league.batch import MultiAgentBatch, SampleBatch
+from league.flow.actors import call
 from league.flow.stages import Operator
 from league.replay import MultiAgentReplayBuffer, PrioritizedReplayBuffer, ReplayBuffer
+from league.sampling.versioning import WEIGHTS_VERSION
 
 __all__ = ["DQNConfig", "DQN", "n_step_transitions", "IntensityGatedReplay", "UpdatePriorities", "CountTrainSteps"]
 
@@ -152,9 +162,9 @@ class DQN(Algorithm):
 
     # Sampler side ---------------------------------------------------------------
     def make_model(self) -> nn.Module:
-        """A (dueling) Q-network over the model chosen by ``config.model``."""
+        """A (dueling) Q-network over the model chosen by ``config.model``, with a version buffer."""
         cfg, spec = self.config, self.agent_spec
-        return build_q_model(cfg.model, spec.obs_shape, spec.num_actions, cfg.dueling, **cfg.model_kwargs)
+        return add_version_buffer(build_q_model(cfg.model, spec.obs_shape, spec.num_actions, cfg.dueling, **cfg.model_kwargs))
 
     def epsilon_schedule(self) -> Schedule:
         """Linear decay from ``epsilon_start`` to ``epsilon_final`` over ``epsilon_steps``."""
@@ -280,15 +290,17 @@ class DQN(Algorithm):
         """
         from league.flow import Concurrently, Replay, SelectExperiences, StoreToReplayBuffer, TrainOneStep
         from league.flow import UpdateTargetNetwork
+        from league.learn.staleness import FreshRowsLearner
 
         cfg = self.config
         buffer = self.make_replay_buffer() if buffer is None else buffer
         beta = LinearSchedule(cfg.beta, cfg.beta_final, cfg.beta_steps) if cfg.prioritized_replay else None
         replay_view = IntensityGatedReplay(
-            buffer, policy_ids, max(cfg.learning_starts, cfg.train_batch_size), cfg.training_intensity, beta
+            buffer, policy_ids, max(cfg.learning_starts, cfg.train_batch_size), cfg.training_intensity, beta,
+            learner=learner,
         )
         store = rollouts.for_each(SelectExperiences(policy_ids)).for_each(StoreToReplayBuffer(replay_view))
-        replay = Replay(replay_view, cfg.train_batch_size).for_each(TrainOneStep(learner, policy_ids))
+        replay = Replay(replay_view, cfg.train_batch_size).for_each(TrainOneStep(FreshRowsLearner(learner), policy_ids))
         if cfg.prioritized_replay:
             replay = replay.for_each(UpdatePriorities(buffer, policy_ids, cfg.priority_eps))
         # A counter of this fragment's own: plan-wide trained-step counters also count
@@ -311,6 +323,12 @@ class IntensityGatedReplay:
     ``min_size`` rows, or while replayed rows already reach ``training_intensity`` times
     the rows stored since training began. That keeps the replay ratio independent of
     how large the samplers' batches are. Prioritized draws use ``beta_schedule(draws)``.
+
+    With a ``learner`` (anything with ``policy_versions``), each ``add`` first asks it for
+    the policies' epochs: a policy whose epoch moved on (reset, restore) has its buffer
+    emptied and the ``min_size`` gate closed again, and rows stamped with a version from
+    before the epoch are not stored (counted in :attr:`old_epoch_rows_dropped`; emptied
+    buffers in :attr:`buffer_resets`).
     """
 
     def __init__(
@@ -320,23 +338,57 @@ class IntensityGatedReplay:
         min_size: int,
         training_intensity: float,
         beta_schedule: Schedule | None = None,
+        learner: Any = None,
     ) -> None:
         self.buffer = buffer
         self.policy_ids = list(policy_ids)
         self.min_size = min_size
         self.training_intensity = training_intensity
         self.beta_schedule = beta_schedule
+        self.learner = learner if learner is not None and hasattr(learner, "policy_versions") else None
         self.rows_stored = 0  # per policy on average, since training began
         self.rows_replayed = 0  # per policy
         self.draws = 0
+        self.old_epoch_rows_dropped = 0
+        self.buffer_resets = 0
+        self._epochs: dict[str, int] = {}  # the epoch each policy's stored rows belong to
         self._started = False
 
     def add(self, batch: MultiAgentBatch) -> None:
-        """Store ``batch`` in the buffer."""
+        """Store ``batch`` in the buffer (minus rows of a past epoch; see the class docstring)."""
+        if self.learner is not None:
+            batch = self._current_epoch_rows(batch)
         self.buffer.add(batch)
         if self._started:
             rows = sum(len(batch[p]) for p in self.policy_ids if p in batch)
             self.rows_stored += rows / len(self.policy_ids)
+
+    def _current_epoch_rows(self, batch: MultiAgentBatch) -> MultiAgentBatch:
+        """``batch`` without rows older than their policy's epoch; empties the buffer of a policy in a new epoch."""
+        pids = [p for p in self.policy_ids if p in batch.policy_batches]
+        if not pids:
+            return batch
+        epochs = call(self.learner, "policy_versions", pids)
+        parts = dict(batch.policy_batches)
+        for pid in pids:
+            epoch = int(epochs[pid][1])
+            if pid in self._epochs and epoch != self._epochs[pid]:
+                self._forget(pid)
+            self._epochs[pid] = epoch
+            rows = parts[pid]
+            if WEIGHTS_VERSION in rows:
+                keep = np.asarray(rows[WEIGHTS_VERSION]) >= epoch
+                if not keep.all():
+                    self.old_epoch_rows_dropped += int((~keep).sum())
+                    parts[pid] = rows[np.flatnonzero(keep)]
+        return MultiAgentBatch({p: b for p, b in parts.items() if len(b)}, batch.env_steps)
+
+    def _forget(self, pid: str) -> None:
+        """Empty ``pid``'s buffer (a fresh one is made on the next add) and wait for ``min_size`` rows again."""
+        self.buffer.buffers.pop(pid, None)
+        self.buffer_resets += 1
+        self._started = False
+        self.rows_stored = self.rows_replayed = 0
 
     def sample(self, batch_size: int) -> MultiAgentBatch | None:
         """A replayed batch per policy, or ``None`` (see class docstring)."""
@@ -376,12 +428,17 @@ class UpdatePriorities(Operator):
     def __call__(self, item: Any, metrics: Any) -> Any:
         batch, stats = item
         for pid in self.policy_ids:
-            if pid not in stats:  # not trained this step (e.g. frozen)
+            if pid not in stats:  # not trained this step (e.g. frozen, or every row from a past epoch)
                 continue
             td_error = stats[pid].pop(TD_ERROR, None)
             if td_error is None:
                 raise ValueError(f"learner stats of policy '{pid}' lack the '{TD_ERROR}' array")
             indexes = batch[pid][C.BATCH_INDEXES]
+            trained = stats[pid].get("rows_trained")
+            if trained is not None and int(trained) != len(indexes):
+                # The learner dropped rows of a past epoch: which TD error is whose is unknown,
+                # and the buffer holding them is emptied when the next rows are stored.
+                continue
             if len(td_error) != len(indexes):
                 raise ValueError(f"policy '{pid}': {len(td_error)} TD errors for {len(indexes)} replayed rows")
             self.buffer.update_priorities(pid, indexes, np.abs(td_error).astype(np.float64) + self.eps)

@@ -1,9 +1,11 @@
 """IMPALA (Espeholt et al. 2018) and APPO: asynchronous actor-critic with V-trace correction.
 
 Samplers act with possibly stale weights and record the behaviour policy's log-probability
-(``action_logp``) and, per chunk, the value to bootstrap from (``bootstrap_value``). The
-learner recomputes V-trace targets with its current policy (:mod:`league.algos.vtrace`) and
-takes gradient steps on
+(``action_logp``) and, per chunk, the observation of the state after it (``bootstrap_obs``).
+The learner recomputes V-trace targets with its current policy and value function
+(:mod:`league.algos.vtrace`) — the bootstrap value of a chunk cut before its episode ended
+included: ``V(bootstrap_obs)`` from the learner's network as it is now, not the stale
+value the behaviour policy computed on the sampler — and takes gradient steps on
 
 - IMPALA: ``-logp * pg_advantage`` (the V-trace policy gradient);
 - APPO: PPO's clipped surrogate with the same V-trace advantages. The ratio is taken
@@ -13,7 +15,9 @@ takes gradient steps on
   APPO gradient equals IMPALA's; its clipping matters over several epochs/minibatches.
 
 Both add ``vf_coef * 0.5 * (V - vs)^2`` and an entropy bonus. The plan overlaps sampling
-and learning through a :class:`~league.learn.learner_thread.LearnerThread`.
+and learning through a :class:`~league.learn.learner_thread.LearnerThread`; V-trace
+corrects a bounded lag, and rows more than ``max_policy_lag`` updates old (or from before
+the policy's latest reset) are dropped when the update starts (:mod:`league.learn.staleness`).
 """
 
 from __future__ import annotations
@@ -28,18 +32,22 @@ from torch import nn
 
 from league.algos.actor_critic import ActorCriticAlgorithm
 from league.algos.base import PolicyState, batch_to_tensors
-from league.algos.sgd import minibatch_sgd
+from league.algos.sgd import check_max_policy_lag, check_minibatch_size, minibatch_sgd
 from league.algos.torch_policy import masked_logits
 from league.algos.vtrace import chunk_ends, vtrace
 from league.batch import Columns as C
 from league.batch import SampleBatch
 
-__all__ = ["IMPALAConfig", "APPOConfig", "IMPALA", "APPO", "learner_thread_plan"]
+__all__ = ["IMPALAConfig", "APPOConfig", "IMPALA", "APPO", "learner_thread_plan", "BOOTSTRAP_OBS", "LEARNER_LOGP"]
 
 #: Column holding the learner's log-probability of the taken action at the start of an update.
 LEARNER_LOGP = "learner_logp"
 
-_INPUTS = [C.OBS, C.ACTIONS, C.ACTION_MASK, C.ACTION_LOGP, C.REWARDS, C.BOOTSTRAP_VALUE]
+#: Column holding, on every row of a chunk, the observation of the state after the chunk
+#: (zeros after termination); the learner reads it on chunk ends only.
+BOOTSTRAP_OBS = "bootstrap_obs"
+
+_INPUTS = [C.OBS, C.ACTIONS, C.ACTION_MASK, C.ACTION_LOGP, C.REWARDS, BOOTSTRAP_OBS, C.TERMINATEDS]
 
 
 @dataclass
@@ -62,6 +70,8 @@ class IMPALAConfig:
     max_grad_norm: float = 40.0
     learner_queue_size: int = 16  # batches waiting for the learner thread
     learner_queue_timeout_s: float = 300.0  # the plan fails if the learner takes nothing for this long
+    # Rows more than this many updates old are dropped (None: any age); V-trace corrects the lag below it.
+    max_policy_lag: int | None = 32
     model: str = "auto"
     model_kwargs: dict[str, Any] = field(default_factory=dict)
 
@@ -74,6 +84,8 @@ class IMPALAConfig:
             raise ValueError(f"{self.name}.minibatch_size must be positive or None, got {self.minibatch_size}")
         if not 0 <= self.gamma <= 1 or not 0 <= self.vtrace_lambda <= 1:
             raise ValueError(f"{self.name}.gamma and vtrace_lambda must lie in [0, 1], got {self.gamma}, {self.vtrace_lambda}")
+        check_minibatch_size(self.name, self.minibatch_size, self.train_batch_size)
+        check_max_policy_lag(self.name, self.max_policy_lag)
 
 
 @dataclass
@@ -99,7 +111,7 @@ def _require_columns(batch: SampleBatch, names: list[str], algo: str) -> None:
     if missing:
         raise ValueError(
             f"{algo} cannot learn from a batch without columns {missing}; samplers must postprocess "
-            f"with this algorithm (its postprocess_trajectory writes {C.BOOTSTRAP_VALUE!r})"
+            f"with this algorithm (its postprocess_trajectory writes {BOOTSTRAP_OBS!r})"
         )
 
 
@@ -118,9 +130,24 @@ class IMPALA(ActorCriticAlgorithm):
     config_class: ClassVar[type] = IMPALAConfig
 
     def postprocess_trajectory(self, traj: SampleBatch, next_step: Mapping[str, np.ndarray] | None) -> SampleBatch:
-        """Adds ``bootstrap_value`` (every row: V of the state after the chunk, 0 after termination)."""
-        bootstrap = 0.0 if next_step is None else float(next_step[C.VF_PREDS][0])
-        traj[C.BOOTSTRAP_VALUE] = np.full(len(traj), bootstrap, dtype=np.float32)
+        """Adds ``bootstrap_obs``: on every row, the observation after the chunk (zeros after
+        termination), for the learner to value with its current network; and
+        ``bootstrap_value``, the behaviour policy's value of it (0 after termination),
+        which V-trace does not use: the learner only reports how far its own value moved
+        from it (``bootstrap_value_shift``).
+
+        Every row, not just the last, because chunks are concatenated and cut again
+        downstream; the copy costs one observation per row.
+        """
+        obs = traj[C.OBS]
+        if next_step is None:
+            traj[BOOTSTRAP_OBS] = np.zeros_like(obs)
+            behaviour_value = 0.0
+        else:
+            after = np.asarray(next_step[C.OBS], dtype=obs.dtype).reshape((1, *obs.shape[1:]))
+            traj[BOOTSTRAP_OBS] = np.repeat(after, len(traj), axis=0)
+            behaviour_value = float(next_step[C.VF_PREDS][0])
+        traj[C.BOOTSTRAP_VALUE] = np.full(len(traj), behaviour_value, dtype=np.float32)
         return traj
 
     def learn(self, state: PolicyState, batch: SampleBatch) -> dict[str, float]:
@@ -129,10 +156,13 @@ class IMPALA(ActorCriticAlgorithm):
         model = state.model
         device = next(model.parameters()).device
         _require_columns(batch, _INPUTS, self.name)
-        t = batch_to_tensors(batch, _INPUTS, device)
+        diagnostics = [C.BOOTSTRAP_VALUE] if C.BOOTSTRAP_VALUE in batch else []
+        t = batch_to_tensors(batch, _INPUTS + diagnostics, device)
         ends = torch.from_numpy(chunk_ends(batch)).to(device)
         targets, out = self.vtrace_targets(model, t, ends)
         t.update(targets)
+        for name in (BOOTSTRAP_OBS, C.TERMINATEDS, *diagnostics):  # read by V-trace only: keep them out of the minibatches
+            del t[name]
 
         size = min(cfg.minibatch_size or len(batch), len(batch))
         out.update(
@@ -144,13 +174,16 @@ class IMPALA(ActorCriticAlgorithm):
         self, model: nn.Module, t: Mapping[str, torch.Tensor], ends: torch.Tensor
     ) -> tuple[dict[str, torch.Tensor], dict[str, float]]:
         """``value_targets`` (vs), ``advantages`` (V-trace pg advantages) and ``learner_logp``
-        for a whole batch of chunks, computed without gradient; plus statistics."""
+        for a whole batch of chunks, computed without gradient; plus statistics (with a
+        ``bootstrap_value`` column: ``bootstrap_value_shift``, the mean learner minus
+        behaviour value of the states cut chunks bootstrap from)."""
         cfg = self.config
         with torch.no_grad():
             model.eval()
             _, logp, values = _forward(model, t)
+            bootstrap = self.bootstrap_values(model, t, ends)
         vt = vtrace(
-            t[C.ACTION_LOGP], logp, t[C.REWARDS], values, t[C.BOOTSTRAP_VALUE], ends,
+            t[C.ACTION_LOGP], logp, t[C.REWARDS], values, bootstrap, ends,
             gamma=cfg.gamma, lam=cfg.vtrace_lambda, rho_bar=cfg.rho_bar, c_bar=cfg.c_bar, pg_rho_bar=cfg.pg_rho_bar,
         )
         var_vs = vt.vs.var().item() if len(vt.vs) > 1 else 0.0
@@ -159,7 +192,28 @@ class IMPALA(ActorCriticAlgorithm):
             "clipped_rho_frac": (vt.rhos > cfg.rho_bar).float().mean().item(),
             "vf_explained_var": 1.0 - (vt.vs - values).var().item() / var_vs if var_vs > 0 else 0.0,
         }
+        if C.BOOTSTRAP_VALUE in t:
+            # How far the sampler's (stale) value of those states is from the learner's.
+            need = ends & ~t[C.TERMINATEDS].bool()
+            shift = (bootstrap - t[C.BOOTSTRAP_VALUE])[need]
+            stats["bootstrap_value_shift"] = shift.mean().item() if len(shift) else 0.0
         return {C.VALUE_TARGETS: vt.vs, C.ADVANTAGES: vt.pg_advantages, LEARNER_LOGP: logp}, stats
+
+    @staticmethod
+    def bootstrap_values(model: nn.Module, t: Mapping[str, torch.Tensor], ends: torch.Tensor) -> torch.Tensor:
+        """``float32[N]``: on each chunk end row, the learner's ``V(bootstrap_obs)`` (0 when
+        the chunk ended in termination); 0 elsewhere (V-trace reads ends only).
+
+        One forward over the chunk ends that need it, without gradient.
+        """
+        need = ends & ~t[C.TERMINATEDS].bool()
+        out = torch.zeros(len(ends), dtype=torch.float32, device=ends.device)
+        rows = need.nonzero().squeeze(1)
+        if len(rows):
+            with torch.no_grad():
+                _, values = model(t[BOOTSTRAP_OBS][rows])
+            out[rows] = values.float()
+        return out
 
     def loss(self, model: nn.Module, mb: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, float]]:
         """Policy loss (:meth:`policy_loss`) + value loss towards vs - entropy bonus on one minibatch."""
@@ -187,7 +241,7 @@ class IMPALA(ActorCriticAlgorithm):
         """
         from league.learn.learner_thread import LearnerThread
 
-        thread = LearnerThread(learner, policy_ids, queue_size=self.config.learner_queue_size)
+        thread = LearnerThread(learner, policy_ids, queue_size=self.config.learner_queue_size, drop_stale_rows=True)
         return learner_thread_plan(
             rollouts, thread, policy_ids, self.config.train_batch_size, self.config.learner_queue_timeout_s
         )

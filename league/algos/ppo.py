@@ -3,6 +3,21 @@
 Clipped surrogate objective, GAE computed on the sampler, optionally clipped value
 loss, entropy bonus, minibatch SGD epochs and gradient-norm clipping. The whole update
 reads top to bottom in :meth:`PPO.learn`; the training loop is :meth:`PPO.plan_fragment`.
+
+On-policy by default. With ``ParallelRollouts(mode="async")`` each sampler keeps one
+``sample()`` in flight while the learner trains, so the fragments that arrive right after
+an update were produced by the weights before it. Every row carries the version of the
+weights that chose its action (``weights_version``), and the plan trains each policy only
+on rows at most ``max_policy_lag`` updates old (default 0: exactly the current weights);
+the rest are dropped and counted (``stale_rows_dropped`` in the learner statistics).
+Rows from before a reset of the policy are always dropped (:mod:`league.learn.staleness`).
+
+``max_policy_lag > 0`` is "PPO with a behaviour policy": the ratio is taken against the
+logged behaviour log-probability, so the clipped surrogate is still a trust region, but
+one centred on weights up to k updates old, with advantages from their value function.
+Rows where the current policy already left the clip range add no gradient (wasted rather
+than harmful), and nothing corrects the advantages for the lag; APPO (V-trace targets,
+ratio against the learner's own policy) is the algorithm built for stale data.
 """
 
 from __future__ import annotations
@@ -20,7 +35,7 @@ from league.algos.actor_critic import ActorCriticAlgorithm
 from league.algos.base import PolicyState, batch_to_tensors
 from league.algos.postprocessing import compute_gae
 from league.algos.schedules import LinearSchedule
-from league.algos.sgd import minibatch_sgd
+from league.algos.sgd import check_max_policy_lag, check_minibatch_size, minibatch_sgd
 from league.algos.torch_policy import masked_logits
 from league.batch import Columns as C
 from league.batch import SampleBatch
@@ -48,6 +63,8 @@ class PPOConfig:
     train_batch_size: int = 4000  # agent steps per policy per update
     max_grad_norm: float = 0.5
     standardize_advantages: bool = True
+    # Train on rows produced by weights at most this many updates old (0: on-policy).
+    max_policy_lag: int = 0
     model: str = "auto"
     model_kwargs: dict[str, Any] = field(default_factory=dict)
 
@@ -55,6 +72,8 @@ class PPOConfig:
         for name in ("lr", "num_epochs", "minibatch_size", "train_batch_size", "max_grad_norm"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"ppo.{name} must be positive, got {getattr(self, name)}")
+        check_minibatch_size("ppo", self.minibatch_size, self.train_batch_size)
+        check_max_policy_lag("ppo", self.max_policy_lag)
         if self.lr_anneal_updates < 0 or self.lr_final < 0:
             raise ValueError(f"ppo.lr_anneal_updates and ppo.lr_final must be >= 0, got {self.lr_anneal_updates}, {self.lr_final}")
         if not 0 <= self.gamma <= 1 or not 0 <= self.lam <= 1:
@@ -158,11 +177,20 @@ class PPO(ActorCriticAlgorithm):
         return ppo_learn_stacked(self, states, batches)
 
     def plan_fragment(self, rollouts: Any, learner: Any, policy_ids: list[str]) -> Any:
-        """Rollouts -> SelectExperiences -> ConcatBatches -> TrainOneStep."""
+        """Rollouts -> SelectExperiences -> ConcatBatches -> TrainOneStep (fresh rows only).
+
+        The learner drops, in the same call as the update, each row more than
+        ``max_policy_lag`` updates old or from before the policy's latest reset (see
+        :class:`~league.learn.staleness.FreshRowsLearner`). Dropping there rather than
+        before ``ConcatBatches`` keeps the plan moving when weights are slow to reach the
+        samplers: the step still happens (and is followed by a broadcast) even if every
+        row was stale.
+        """
         from league.flow import ConcatBatches, SelectExperiences, TrainOneStep
+        from league.learn.staleness import FreshRowsLearner
 
         return (
             rollouts.for_each(SelectExperiences(policy_ids))
             .combine(ConcatBatches(min_batch_size=self.config.train_batch_size, count="agent_steps"))
-            .for_each(TrainOneStep(learner, policy_ids))
+            .for_each(TrainOneStep(FreshRowsLearner(learner), policy_ids))
         )

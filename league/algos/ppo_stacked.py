@@ -18,6 +18,7 @@ import torch
 
 from league.algos.base import PolicyState
 from league.algos.ppo import PPO, PPO_STATS, ppo_loss_terms
+from league.algos.sgd import minibatch_bounds
 from league.batch import Columns as C
 from league.batch import SampleBatch
 from league.learn.stacking import StackedModels, stack_columns, to_device
@@ -46,8 +47,8 @@ def ppo_learn_stacked(algo: PPO, states: Sequence[PolicyState], batches: Sequenc
     stack.template.train()
     try:
         for epoch in range(cfg.num_epochs):
-            for start in range(0, n_rows, cfg.minibatch_size):
-                rows = orders[:, epoch, start : start + cfg.minibatch_size]
+            for start, stop in minibatch_bounds(n_rows, cfg.minibatch_size):  # cut as PPO.learn cuts
+                rows = orders[:, epoch, start:stop]
                 mb = {k: v[members, rows] for k, v in t.items()}
                 losses, stats = stack.map(lambda call, m: ppo_loss_terms(cfg, call, m), mb)
                 stack.zero_grad()

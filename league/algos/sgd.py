@@ -3,6 +3,11 @@
 Epochs of shuffled minibatches over tensors already on the device; each step: the
 algorithm's loss, backward, gradient-norm clipping, optimiser step. Statistics are
 averaged over steps; a non-finite loss raises ``FloatingPointError`` naming the algorithm.
+
+How a batch is cut (:func:`minibatch_bounds`): every step's loss is a mean over its
+minibatch, so each step moves the weights about as far whatever its size. A last
+minibatch of a handful of rows would be a full step driven by a few samples' noise; a
+remainder smaller than half a minibatch is therefore folded into the previous minibatch.
 """
 
 from __future__ import annotations
@@ -15,9 +20,43 @@ from torch import nn
 
 from league.algos.base import PolicyState
 
-__all__ = ["minibatch_sgd"]
+__all__ = ["minibatch_sgd", "minibatch_bounds", "check_minibatch_size", "check_max_policy_lag"]
 
 LossFn = Callable[[nn.Module, dict[str, torch.Tensor]], tuple[torch.Tensor, dict[str, float]]]
+
+
+def check_minibatch_size(algo: str, minibatch_size: int | None, train_batch_size: int) -> None:
+    """Config check: a minibatch cannot be larger than the batch it is cut from."""
+    if minibatch_size is not None and minibatch_size > train_batch_size:
+        raise ValueError(
+            f"{algo}.minibatch_size ({minibatch_size}) is larger than {algo}.train_batch_size ({train_batch_size}): "
+            f"every update would be one minibatch of about {train_batch_size} rows; set {algo}.minibatch_size "
+            f"<= {algo}.train_batch_size"
+        )
+
+
+def check_max_policy_lag(algo: str, max_policy_lag: int | None) -> None:
+    """Config check: ``max_policy_lag`` is ``None`` (any age) or an integer >= 0."""
+    if max_policy_lag is None:
+        return
+    if isinstance(max_policy_lag, bool) or not isinstance(max_policy_lag, int) or max_policy_lag < 0:
+        raise ValueError(f"{algo}.max_policy_lag must be an integer >= 0 or null, got {max_policy_lag!r}")
+
+
+def minibatch_bounds(num_rows: int, minibatch_size: int) -> list[tuple[int, int]]:
+    """``[start, stop)`` row ranges of one epoch's minibatches, covering all ``num_rows`` rows.
+
+    Full minibatches of ``minibatch_size`` rows; the remainder is a minibatch of its own
+    when it holds at least half of ``minibatch_size`` rows, else it joins the last full
+    one (so every minibatch holds between half and one and a half ``minibatch_size``
+    rows). A batch smaller than one minibatch is one minibatch.
+    """
+    if minibatch_size < 1:
+        raise ValueError(f"minibatch_size must be >= 1, got {minibatch_size}")
+    starts = list(range(0, num_rows, minibatch_size))
+    if len(starts) > 1 and num_rows - starts[-1] < minibatch_size / 2:
+        starts.pop()  # a small remainder joins the previous minibatch
+    return [(start, end) for start, end in zip(starts, [*starts[1:], num_rows])]
 
 
 def minibatch_sgd(
@@ -30,17 +69,19 @@ def minibatch_sgd(
     max_grad_norm: float,
     name: str,
 ) -> dict[str, float]:
-    """Run the loop; returns mean stats plus ``grad_norm`` and ``num_sgd_updates``."""
+    """Run the loop (minibatches as :func:`minibatch_bounds` cuts them); returns mean stats
+    plus ``grad_norm`` and ``num_sgd_updates``."""
     model, optimizer, rng = state.model, state.optimizer, state.rng
     device = next(model.parameters()).device
     model.train()
     sums: dict[str, float] = {}
     n_updates = 0
+    bounds = minibatch_bounds(num_rows, minibatch_size)
     try:
         for _ in range(num_epochs):
             order = torch.from_numpy(rng.permutation(num_rows)).to(device)
-            for start in range(0, num_rows, minibatch_size):
-                mb = {k: v[order[start : start + minibatch_size]] for k, v in tensors.items()}
+            for start, stop in bounds:
+                mb = {k: v[order[start:stop]] for k, v in tensors.items()}
                 loss, stats = loss_fn(model, mb)
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()

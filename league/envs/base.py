@@ -24,7 +24,11 @@ all adapted to :class:`MultiAgentEnv`, whose ``reset``/``step`` return a
   reaches every agent. An agent may end before ``done`` (it then leaves ``obs``).
   ``final_obs`` carries the last observation of exactly the agents in ``truncated``
   (for value bootstrapping), whether the env or the adapter's ``max_episode_steps``
-  (counted in ``step`` calls) truncated them.
+  (counted in ``step`` calls) truncated them, and ``final_masks`` the legal-action mask
+  at that observation, by the same rule as ``masks`` (so a bootstrap that maximises over
+  actions, as Q-learning's does, sees the real legal actions). Where the state offers
+  the agent no legal action at all (e.g. it is not its turn), the adapter reports all
+  ones: nothing is known to be illegal.
 * ``masks`` has an ``int8[num_actions]`` legal-action mask for every agent in ``obs``
   (all ones when the env has no mask). Policies never pick a masked action.
 * Observation arrays are freshly allocated and owned by the caller; a mask may be a
@@ -54,7 +58,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["AgentSpec", "TimeStep", "MultiAgentEnv"]
+__all__ = ["AgentSpec", "TimeStep", "MultiAgentEnv", "informative_mask"]
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,14 @@ class TimeStep:
     truncated: dict[str, bool] = field(default_factory=dict)
     done: bool = False
     final_obs: dict[str, np.ndarray] = field(default_factory=dict)
+    final_masks: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+def informative_mask(mask: np.ndarray) -> np.ndarray:
+    """``mask`` (int8), or all ones when it allows no action: a final mask must leave
+    something to choose, and a state where the agent cannot act says nothing is illegal."""
+    mask = np.asarray(mask, dtype=np.int8)
+    return mask if mask.any() else np.ones_like(mask)
 
 
 class MultiAgentEnv(ABC):

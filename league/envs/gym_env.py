@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from league.envs.base import AgentSpec, MultiAgentEnv, TimeStep
+from league.envs.base import AgentSpec, MultiAgentEnv, TimeStep, informative_mask
 from league.envs.preprocess import build_preprocessor
 
 __all__ = ["GymnasiumEnv", "GYM_AGENT"]
@@ -91,6 +91,7 @@ class GymnasiumEnv(MultiAgentEnv):
         elif truncated or (self.max_episode_steps is not None and self._steps >= self.max_episode_steps):
             ts.truncated[GYM_AGENT] = True
             ts.final_obs[GYM_AGENT] = obs
+            ts.final_masks[GYM_AGENT] = informative_mask(mask)
         else:
             ts.obs[GYM_AGENT] = obs
             ts.masks[GYM_AGENT] = mask

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pyspiel
 
-from league.envs.base import AgentSpec, MultiAgentEnv, TimeStep
+from league.envs.base import AgentSpec, MultiAgentEnv, TimeStep, informative_mask
 
 __all__ = ["OBSERVATION_KINDS", "Observer", "OpenSpielEnv", "agent_name", "information_state_obs", "load_game"]
 
@@ -189,6 +189,11 @@ class OpenSpielEnv(MultiAgentEnv):
             elif self.max_episode_steps is not None and self._steps >= self.max_episode_steps:
                 ts.truncated = {a: True for a in self.possible_agents}
                 ts.final_obs = {agent_name(p): self.observe(state, p) for p in range(self.game.num_players())}
+                # A player not to move has no legal action in OpenSpiel: all ones then.
+                ts.final_masks = {
+                    agent_name(p): informative_mask(np.asarray(state.legal_actions_mask(p), dtype=np.int8))
+                    for p in range(self.game.num_players())
+                }
                 ts.done = True
                 self._state = None
             else:

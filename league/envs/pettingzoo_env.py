@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from league.envs.base import AgentSpec, MultiAgentEnv, TimeStep
+from league.envs.base import AgentSpec, MultiAgentEnv, TimeStep, informative_mask
 from league.envs.preprocess import ObsPreprocessor, build_preprocessor
 
 __all__ = ["PettingZooAECEnv", "PettingZooParallelEnv"]
@@ -140,7 +140,7 @@ class PettingZooAECEnv(_PettingZooBase):
             elif truncations[agent]:
                 ts.truncated[agent] = True
                 ended.add(agent)
-                ts.final_obs[agent] = self._observe(agent)[0]
+                self._record_final(ts, agent)
             else:
                 any_live = True
         if any_live and self.max_episode_steps is not None and self._steps >= self.max_episode_steps:
@@ -148,7 +148,7 @@ class PettingZooAECEnv(_PettingZooBase):
                 if agent not in ended:
                     ts.truncated[agent] = True
                     ended.add(agent)
-                    ts.final_obs[agent] = self._observe(agent)[0]
+                    self._record_final(ts, agent)
             any_live = False
         if not any_live:
             # Whole episode over: the dead-agent steps PettingZoo wants would only
@@ -174,6 +174,12 @@ class PettingZooAECEnv(_PettingZooBase):
     def _observe(self, agent: str) -> tuple[np.ndarray, np.ndarray]:
         # Through the wrappers, so TerminateIllegalWrapper caches the mask it checks.
         return self._transform[agent](self.env.observe(agent), self._raw.infos.get(agent))
+
+    def _record_final(self, ts: TimeStep, agent: str) -> None:
+        """A truncated agent's last observation and its legal actions there."""
+        obs, mask = self._observe(agent)
+        ts.final_obs[agent] = obs
+        ts.final_masks[agent] = informative_mask(mask)
 
 
 class PettingZooParallelEnv(_PettingZooBase):
@@ -232,12 +238,19 @@ class PettingZooParallelEnv(_PettingZooBase):
                     ts.truncated[agent] = True
                     ended.add(agent)
                     if agent in obs:
-                        ts.final_obs[agent] = self._transform[agent](obs[agent], None)[0]
+                        self._record_final(ts, agent, obs[agent], infos.get(agent))
             self._settle(ts, obs, infos)
         except Exception as err:
             self._acting = []
             raise self._env_error("step", err) from err
         return ts
+
+    def _record_final(self, ts: TimeStep, agent: str, raw_obs: Any, info: Any) -> None:
+        """A truncated agent's last observation and its legal actions there (mask from the
+        observation or ``info``, as for any step)."""
+        obs, mask = self._transform[agent](raw_obs, info)
+        ts.final_obs[agent] = obs
+        ts.final_masks[agent] = informative_mask(mask)
 
     def _settle(self, ts: TimeStep, obs: dict[str, Any], infos: dict[str, Any]) -> None:
         """Apply the step limit, then either end the episode or list the next actors."""
@@ -248,7 +261,7 @@ class PettingZooParallelEnv(_PettingZooBase):
                 ts.truncated[agent] = True
                 ended.add(agent)
                 if agent in obs:
-                    ts.final_obs[agent] = self._transform[agent](obs[agent], None)[0]
+                    self._record_final(ts, agent, obs[agent], infos.get(agent))
             live = []
         self._acting = live
         if not live:

@@ -6,6 +6,9 @@
 - :class:`DataParallelLearner` / :class:`DataParallelGroup`: one big policy on N
   replicas with averaged gradients (:mod:`league.learn.data_parallel`).
 - :class:`StackedModels`: K same-shaped models updated as one (:mod:`league.learn.stacking`).
+- :mod:`league.learn.staleness`: which rows a policy may learn from (weights versions,
+  epochs after resets and restores, ``max_policy_lag``); plans train through
+  :class:`~league.learn.staleness.FreshRowsLearner`.
 
 None of these imports Ray at import time.
 """

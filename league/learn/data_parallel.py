@@ -27,10 +27,11 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from league.algos.base import Algorithm
+from league.algos.base import Algorithm, read_version
 from league.batch import MultiAgentBatch
 from league.flow.actors import call, call_all, resolve, submit
 from league.learn.learner import Learner
+from league.learn.staleness import select_fresh_rows
 
 __all__ = ["shard_batch", "DataParallelLearner", "DataParallelGroup"]
 
@@ -113,10 +114,13 @@ class DataParallelLearner(Learner):
         if not dist.is_initialized():
             raise RuntimeError("DataParallelLearner has not joined its process group yet (call join)")
         super().add_policy(policy_id, algorithm, weights, frozen, seed_offset)
-        model = self._policies[policy_id].model
+        state = self._policies[policy_id]
+        model = state.model
         with torch.no_grad():
             for tensor in model.state_dict().values():
                 dist.broadcast(tensor, src=0)
+        # Rank 0's weights came with rank 0's version: every replica starts the same lineage.
+        state.weights_version = state.weights_epoch = read_version(model) or 0
         if not frozen:
             self._hooks[policy_id] = [p.register_post_accumulate_grad_hook(self._average_grad) for p in model.parameters() if p.requires_grad]
 
@@ -163,6 +167,8 @@ class DataParallelGroup:
             raise ValueError("data-parallel replicas on 'cuda' need num_gpus > 0 (one GPU each for NCCL)")
         import ray
 
+        self._algorithms: dict[str, Algorithm] = {}
+        self._dropped: dict[str, list[int]] = {}  # policy id -> [stale, old epoch] rows dropped so far
         actor = ray.remote(DataParallelLearner).options(num_cpus=num_cpus, num_gpus=num_gpus)
         self.replicas = [actor.remote(r, num_replicas, None, device, seed, num_threads, backend) for r in range(num_replicas)]
         address = ray.get(self.replicas[0].free_address.remote())
@@ -171,10 +177,14 @@ class DataParallelGroup:
     def add_policy(self, policy_id: str, algorithm: Algorithm, weights: dict[str, np.ndarray] | None = None, frozen: bool = False, seed_offset: int | None = None) -> None:
         """Host a policy on every replica (rank 0's initial weights win)."""
         call_all(self.replicas, "add_policy", policy_id, algorithm, weights, frozen, seed_offset)
+        self._algorithms[policy_id] = algorithm
+        self._dropped[policy_id] = [0, 0]
 
     def remove_policy(self, policy_id: str) -> None:
         """Drop a policy on every replica."""
         call_all(self.replicas, "remove_policy", policy_id)
+        self._algorithms.pop(policy_id, None)
+        self._dropped.pop(policy_id, None)
 
     def policy_ids(self) -> list[str]:
         """Hosted policy ids."""
@@ -188,14 +198,56 @@ class DataParallelGroup:
         """The algorithm of a hosted policy."""
         return call(self.replicas[0], "algorithm", policy_id)
 
-    def learn_on_batch(self, batch: MultiAgentBatch, policy_ids: list[str] | None = None, **kwargs: Any) -> dict[str, dict[str, float]]:
-        """Every replica trains on its shard; statistics averaged over replicas."""
+    def learn_on_batch(
+        self, batch: MultiAgentBatch, policy_ids: list[str] | None = None, drop_stale_rows: bool = False, **kwargs: Any
+    ) -> dict[str, dict[str, float]]:
+        """Every replica trains on its shard; statistics averaged over replicas.
+
+        ``drop_stale_rows`` (see :meth:`Learner.learn_on_batch`) is applied here, once,
+        before sharding: replicas filtering their own shards could keep different numbers
+        of rows, run different numbers of collective calls, and hang.
+        """
+        fresh: dict[str, dict[str, float]] = {}
+        if drop_stale_rows:
+            batch, fresh = self._fresh_rows(batch, policy_ids)
         shards = shard_batch(batch, len(self.replicas))
         pending = [submit(r, "learn_on_batch", s, policy_ids, **kwargs) for r, s in zip(self.replicas, shards)]
-        return _average_stats(resolve(pending, self.replicas))
+        stats = _average_stats(resolve(pending, self.replicas))
+        for pid in stats:
+            stats[pid].update(fresh.get(pid, {}))
+        return stats
 
-    def compute_gradients(self, batch: MultiAgentBatch, policy_ids: list[str] | None = None) -> dict[str, list[np.ndarray]]:
-        """Gradients averaged over replicas' shards (rank 0's copy; all are equal)."""
+    def _fresh_rows(self, batch: MultiAgentBatch, policy_ids: list[str] | None) -> tuple[MultiAgentBatch, dict[str, dict[str, float]]]:
+        """``batch`` without the rows rank 0's versions rule out; the freshness statistics each kept policy gets."""
+        pids = [p for p in (policy_ids if policy_ids is not None else list(batch.policy_batches)) if p in batch.policy_batches]
+        pids = [p for p in pids if p in self._algorithms and len(batch[p])]
+        versions = call(self.replicas[0], "policy_versions", pids)
+        parts, fresh = dict(batch.policy_batches), {}
+        for pid in pids:
+            version, epoch = versions[pid]
+            found = select_fresh_rows(batch[pid], version, epoch, self._algorithms[pid].max_policy_lag())
+            dropped = self._dropped[pid]
+            dropped[0] += found.stale
+            dropped[1] += found.old_epoch
+            parts[pid] = found.batch
+            fresh[pid] = {
+                "weights_version": float(version + 1),  # after this update
+                "weights_epoch": float(epoch),
+                "rows_trained": float(len(found.batch) // len(self.replicas) * len(self.replicas)),
+                "policy_lag_mean": found.lag_mean,
+                "stale_rows_dropped": float(dropped[0]),
+                "old_epoch_rows_dropped": float(dropped[1]),
+            }
+        kept = {pid: rows for pid, rows in parts.items() if len(rows)}
+        return MultiAgentBatch(kept, batch.env_steps), {pid: fresh[pid] for pid in fresh if pid in kept}
+
+    def compute_gradients(
+        self, batch: MultiAgentBatch, policy_ids: list[str] | None = None, drop_stale_rows: bool = False
+    ) -> dict[str, list[np.ndarray]]:
+        """Gradients averaged over replicas' shards (rank 0's copy; all are equal); rows
+        chosen before sharding with ``drop_stale_rows``, as in :meth:`learn_on_batch`."""
+        if drop_stale_rows:
+            batch, _ = self._fresh_rows(batch, policy_ids)
         shards = shard_batch(batch, len(self.replicas))
         pending = [submit(r, "compute_gradients", s, policy_ids) for r, s in zip(self.replicas, shards)]
         return resolve(pending, self.replicas)[0]
@@ -223,6 +275,10 @@ class DataParallelGroup:
     def set_state(self, policy_id: str, state: bytes) -> None:
         """Restore a state on every replica."""
         call_all(self.replicas, "set_state", policy_id, state)
+
+    def policy_versions(self, policy_ids: list[str] | None = None) -> dict[str, tuple[int, int]]:
+        """Rank 0's ``(weights version, epoch)`` per policy (all replicas hold the same)."""
+        return call(self.replicas[0], "policy_versions", policy_ids)
 
     def close(self) -> None:
         """Leave the process group and stop the actors."""

@@ -14,11 +14,22 @@ One :meth:`Learner.learn_on_batch` updates every trainable policy in the batch:
 
 The same class runs in-process (tests, the GPU machine, which has no Ray) or as a Ray
 actor (see :mod:`league.learn.placement`); nothing here imports Ray.
+
+Consistency: every public method holds one re-entrant lock, so weights, states and
+versions are only ever read between updates, never in the middle of an optimiser step,
+even while another thread trains (IMPALA's :class:`~league.learn.learner_thread.LearnerThread`).
+
+Versions and epochs (:mod:`league.learn.staleness`): each policy's weights version grows
+by one per update; replacing its weights from outside (:meth:`Learner.set_state`,
+:meth:`Learner.set_weights`: a league reset, a checkpoint restore) starts a new epoch, so
+``learn_on_batch(..., drop_stale_rows=True)`` never trains the new weights on rows the
+old ones produced.
 """
 
 from __future__ import annotations
 
 import io
+import threading
 from collections.abc import Callable, Hashable, Iterable
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
@@ -26,9 +37,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from league.algos.base import Algorithm, PolicyState
+from league.algos.base import Algorithm, PolicyState, read_version, write_version
 from league.batch import MultiAgentBatch, SampleBatch
 from league.learn.stacking import stack_signature
+from league.learn.staleness import FreshRows, select_fresh_rows
 
 __all__ = ["Learner"]
 
@@ -70,6 +82,8 @@ class Learner:
         self._algorithms: dict[str, Algorithm] = {}
         self._pool: ThreadPoolExecutor | None = None
         self._streams: list[Any] = []
+        # Re-entrant: public methods call each other (set_weights -> _require...).
+        self._lock = threading.RLock()
 
     def __repr__(self) -> str:
         return f"Learner(device={self.device}, policies={self.policy_ids()})"
@@ -93,6 +107,12 @@ class Learner:
             raise TypeError(f"policy_id must be a non-empty str, got {policy_id!r}")
         if not isinstance(algorithm, Algorithm):
             raise TypeError(f"policy '{policy_id}': algorithm must be an Algorithm, got {type(algorithm).__name__}")
+        with self._lock:
+            self._add_policy(policy_id, algorithm, weights, frozen, seed_offset)
+
+    def _add_policy(
+        self, policy_id: str, algorithm: Algorithm, weights: dict[str, np.ndarray] | None, frozen: bool, seed_offset: int | None
+    ) -> None:
         if policy_id in self._policies:
             raise ValueError(f"policy '{policy_id}' is already hosted by this learner")
         offset = self._num_added if seed_offset is None else int(seed_offset)
@@ -110,13 +130,16 @@ class Learner:
             state = PolicyState(model, None, rng)
         else:
             state = PolicyState(model, algorithm.make_optimizer(model), rng, algorithm.init_extra_state(model))
+        # The lineage starts at the version the weights came with (0 for fresh ones).
+        state.weights_version = state.weights_epoch = read_version(model) or 0
         self._algorithms[policy_id] = algorithm
         self._policies[policy_id] = state
 
     def remove_policy(self, policy_id: str) -> None:
         """Drop a policy, its optimiser state and its algorithm state."""
-        self._require(policy_id)
-        del self._policies[policy_id], self._algorithms[policy_id]
+        with self._lock:
+            self._require(policy_id)
+            del self._policies[policy_id], self._algorithms[policy_id]
 
     def policy_ids(self) -> list[str]:
         """Hosted policy ids, in insertion order."""
@@ -127,46 +150,82 @@ class Learner:
         return self._require(policy_id).frozen
 
     # Training -----------------------------------------------------------------
-    def learn_on_batch(self, batch: MultiAgentBatch, policy_ids: list[str] | None = None, **_: object) -> Stats:
+    def learn_on_batch(
+        self, batch: MultiAgentBatch, policy_ids: list[str] | None = None, drop_stale_rows: bool = False, **_: object
+    ) -> Stats:
         """Update each trainable policy in ``policy_ids`` (default: all) that has rows in ``batch``.
 
-        Keyword arguments from ``TrainOneStep`` (``num_epochs``, ``minibatch_size``) are
-        accepted and ignored: each algorithm's own config decides its update.
+        With ``drop_stale_rows`` each policy first drops the rows its current weights may
+        not learn from (another epoch's, or more than its algorithm's ``max_policy_lag``
+        updates old; see :mod:`league.learn.staleness`); a policy left without rows is not
+        updated and gets no statistics, and the others' statistics gain
+        :data:`~league.learn.staleness.FRESHNESS_STATS`. Without it the batch is used as
+        given. Keyword arguments from ``TrainOneStep`` (``num_epochs``,
+        ``minibatch_size``) are accepted and ignored: each algorithm's own config decides
+        its update.
         """
-        todo = self._trainable_in(batch, policy_ids)
-        groups = self._stack_groups(todo, batch) if self.stack_same_shaped else []
-        stacked = {pid for group in groups for pid in group}
-        stats: Stats = {}
-        for group in groups:
-            stats.update(self._learn_stacked(group, batch))
-        rest = [pid for pid in todo if pid not in stacked]
-        stats.update(self._run_each(rest, lambda pid: self._algorithms[pid].learn(self._policies[pid], batch[pid])))
-        for pid in todo:
-            self._policies[pid].num_updates += 1
-        return {pid: stats[pid] for pid in todo}
+        with self._lock:
+            todo = self._trainable_in(batch, policy_ids)
+            # Without drop_stale_rows the batch is used as given (no FreshRows to report).
+            parts = self._fresh_parts(todo, batch) if drop_stale_rows else {pid: (batch[pid], None) for pid in todo}
+            todo = [pid for pid in todo if len(parts[pid][0]) > 0]
+            rows = MultiAgentBatch({pid: parts[pid][0] for pid in todo}, batch.env_steps)
+            groups = self._stack_groups(todo, rows) if self.stack_same_shaped else []
+            stacked = {pid for group in groups for pid in group}
+            stats: Stats = {}
+            for group in groups:
+                stats.update(self._learn_stacked(group, rows))
+            rest = [pid for pid in todo if pid not in stacked]
+            stats.update(self._run_each(rest, lambda pid: self._algorithms[pid].learn(self._policies[pid], rows[pid])))
+            for pid in todo:
+                self._policies[pid].num_updates += 1
+                self._advance_version(pid)
+                if drop_stale_rows:
+                    stats[pid].update(self._freshness_stats(pid, len(rows[pid]), parts[pid][1]))
+            return {pid: stats[pid] for pid in todo}
 
-    def compute_gradients(self, batch: MultiAgentBatch, policy_ids: list[str] | None = None) -> dict[str, list[np.ndarray]]:
-        """Per-policy gradients (numpy) of each trainable policy's loss on its part of ``batch``."""
-        todo = self._trainable_in(batch, policy_ids)
-        results = self._run_each(todo, lambda pid: self._algorithms[pid].compute_gradients(self._policies[pid], batch[pid]))
-        return {pid: results[pid][0] for pid in todo}
+    def compute_gradients(
+        self, batch: MultiAgentBatch, policy_ids: list[str] | None = None, drop_stale_rows: bool = False
+    ) -> dict[str, list[np.ndarray]]:
+        """Per-policy gradients (numpy) of each trainable policy's loss on its part of ``batch``
+        (its fresh rows only with ``drop_stale_rows``, as in :meth:`learn_on_batch`; a policy
+        left without rows gets no gradients)."""
+        with self._lock:
+            todo = self._trainable_in(batch, policy_ids)
+            if drop_stale_rows:
+                parts = {pid: rows for pid, (rows, _) in self._fresh_parts(todo, batch).items() if len(rows)}
+            else:
+                parts = {pid: batch[pid] for pid in todo}
+            results = self._run_each(
+                list(parts), lambda pid: self._algorithms[pid].compute_gradients(self._policies[pid], parts[pid])
+            )
+            return {pid: results[pid][0] for pid in parts}
 
     def apply_gradients(self, grads: dict[str, list[np.ndarray]]) -> None:
         """Apply per-policy gradients from :meth:`compute_gradients` (of this or another learner)."""
-        for pid in grads:
-            if self._require(pid).frozen:
-                raise ValueError(f"policy '{pid}' is frozen: it takes no gradients")
-        for pid, g in grads.items():
-            hosted = self._policies[pid]
-            self._algorithms[pid].apply_gradients(hosted, g)
-            hosted.num_updates += 1
+        with self._lock:
+            for pid in grads:
+                if self._require(pid).frozen:
+                    raise ValueError(f"policy '{pid}' is frozen: it takes no gradients")
+            for pid, g in grads.items():
+                hosted = self._policies[pid]
+                self._algorithms[pid].apply_gradients(hosted, g)
+                hosted.num_updates += 1
+                self._advance_version(pid)
 
     def update_target(self, policy_ids: list[str] | None = None) -> None:
         """Refresh target networks of the given trainable policies (frozen ones have none)."""
-        for pid in self.policy_ids() if policy_ids is None else policy_ids:
-            hosted = self._require(pid)
-            if not hosted.frozen:
-                self._algorithms[pid].update_target(hosted)
+        with self._lock:
+            for pid in self.policy_ids() if policy_ids is None else policy_ids:
+                hosted = self._require(pid)
+                if not hosted.frozen:
+                    self._algorithms[pid].update_target(hosted)
+
+    def policy_versions(self, policy_ids: list[str] | None = None) -> dict[str, tuple[int, int]]:
+        """``{policy_id: (weights version, epoch)}``: what :mod:`league.learn.staleness` judges rows by."""
+        with self._lock:
+            ids = self.policy_ids() if policy_ids is None else policy_ids
+            return {pid: (self._require(pid).weights_version, self._policies[pid].weights_epoch) for pid in ids}
 
     def algorithm(self, policy_id: str) -> Algorithm:
         """The algorithm (and hyperparameters) of a hosted policy."""
@@ -176,23 +235,34 @@ class Learner:
     # Weights and state --------------------------------------------------------
     def get_weights(self, policy_ids: list[str] | None = None) -> dict[str, dict[str, np.ndarray]]:
         """Numpy copies of the policies' state dicts (what samplers load; snapshots stay as taken)."""
-        ids = self.policy_ids() if policy_ids is None else policy_ids
-        # copy=True: on CPU, .numpy() would alias the live parameters, and a snapshot
-        # taken now would silently follow later updates.
-        return {
-            pid: {k: v.detach().to("cpu", copy=True).numpy() for k, v in self._require(pid).model.state_dict().items()}
-            for pid in ids
-        }
+        with self._lock:
+            ids = self.policy_ids() if policy_ids is None else policy_ids
+            # copy=True: on CPU, .numpy() would alias the live parameters, and a snapshot
+            # taken now would silently follow later updates.
+            return {
+                pid: {k: v.detach().to("cpu", copy=True).numpy() for k, v in self._require(pid).model.state_dict().items()}
+                for pid in ids
+            }
 
     def set_weights(self, weights: dict[str, dict[str, np.ndarray]]) -> None:
-        """Load per-policy numpy state dicts (frozen policies included)."""
-        for pid, w in weights.items():
-            self._load_weights(pid, self._require(pid).model, w)
+        """Load per-policy numpy state dicts (frozen policies included); each starts a new epoch."""
+        with self._lock:
+            for pid in weights:
+                self._require(pid)
+            for pid, w in weights.items():
+                hosted = self._policies[pid]
+                pristine = self._pristine(pid)
+                self._load_weights(pid, hosted.model, w)
+                self._start_epoch(pid, read_version(hosted.model), pristine)
 
     def get_state(self, policy_id: str) -> bytes:
         """One policy's model, optimiser, update count, RNG state and algorithm extras that
         are modules (e.g. DQN's target network), serialised with ``torch.save`` (tensors
         and plain values only): everything its next update depends on."""
+        with self._lock:
+            return self._get_state(policy_id)
+
+    def _get_state(self, policy_id: str) -> bytes:
         hosted = self._require(policy_id)
         buf = io.BytesIO()
         torch.save(
@@ -208,9 +278,18 @@ class Learner:
         return buf.getvalue()
 
     def set_state(self, policy_id: str, state: bytes) -> None:
-        """Restore :meth:`get_state` output; loads with ``weights_only=True`` (no code execution)."""
-        hosted = self._require(policy_id)
+        """Restore :meth:`get_state` output; loads with ``weights_only=True`` (no code execution).
+
+        The restored weights start a new epoch (see :meth:`_start_epoch`): rows the
+        policy's previous weights produced are not theirs to learn from.
+        """
         data = torch.load(io.BytesIO(state), map_location=self.device, weights_only=True)
+        with self._lock:
+            self._set_state(policy_id, data)
+
+    def _set_state(self, policy_id: str, data: dict[str, Any]) -> None:
+        hosted = self._require(policy_id)
+        pristine = self._pristine(policy_id)
         hosted.model.load_state_dict(data["model"])
         if data["optimizer"] is not None and hosted.optimizer is not None:
             hosted.optimizer.load_state_dict(data["optimizer"])
@@ -221,6 +300,58 @@ class Learner:
             module = hosted.extra.get(name)
             if isinstance(module, torch.nn.Module):
                 module.load_state_dict(module_state)
+        self._start_epoch(policy_id, read_version(hosted.model), pristine)
+
+    # Versions -------------------------------------------------------------------
+    def _advance_version(self, policy_id: str) -> None:
+        """One more update of the policy's weights: bump its version (and its model's buffer)."""
+        hosted = self._policies[policy_id]
+        hosted.weights_version += 1
+        write_version(hosted.model, hosted.weights_version)
+
+    def _pristine(self, policy_id: str) -> bool:
+        """The policy still holds the weights it was created with (never updated nor replaced)."""
+        hosted = self._policies[policy_id]
+        return hosted.weights_version == hosted.weights_epoch == hosted.num_updates == 0
+
+    def _start_epoch(self, policy_id: str, loaded: int | None, pristine: bool) -> None:
+        """Weights just replaced from outside begin a new epoch at a version no row has yet.
+
+        The new version is ``max(current + 1, loaded)``: above every version this learner
+        handed out before (so rows the old weights produced fall below the epoch), and,
+        when a fresh learner restores a checkpoint, the checkpoint's own version (so a
+        resumed run counts versions exactly as the uninterrupted one did). A ``pristine``
+        policy (see :meth:`_pristine`) takes the loaded version as it is, 0 included:
+        its creation weights made no rows of a lineage that the loaded weights could be
+        confused with, short of a sampler that acted with them before the load.
+        """
+        hosted = self._policies[policy_id]
+        loaded = loaded or 0
+        version = loaded if pristine else max(hosted.weights_version + 1, loaded)
+        hosted.weights_version = hosted.weights_epoch = version
+        write_version(hosted.model, version)
+
+    def _fresh_parts(self, pids: list[str], batch: MultiAgentBatch) -> dict[str, tuple[SampleBatch, FreshRows]]:
+        """Each policy's rows it may learn from, with what :func:`select_fresh_rows` found."""
+        out = {}
+        for pid in pids:
+            hosted = self._policies[pid]
+            found = select_fresh_rows(batch[pid], hosted.weights_version, hosted.weights_epoch, self._algorithms[pid].max_policy_lag())
+            hosted.stale_rows_dropped += found.stale
+            hosted.old_epoch_rows_dropped += found.old_epoch
+            out[pid] = (found.batch, found)
+        return out
+
+    def _freshness_stats(self, pid: str, rows_trained: int, found: FreshRows) -> dict[str, float]:
+        hosted = self._policies[pid]
+        return {
+            "weights_version": float(hosted.weights_version),
+            "weights_epoch": float(hosted.weights_epoch),
+            "rows_trained": float(rows_trained),
+            "policy_lag_mean": found.lag_mean,
+            "stale_rows_dropped": float(hosted.stale_rows_dropped),
+            "old_epoch_rows_dropped": float(hosted.old_epoch_rows_dropped),
+        }
 
     # Internals ----------------------------------------------------------------
     def _require(self, policy_id: str) -> PolicyState:
@@ -306,3 +437,4 @@ class Learner:
         if self._pool is not None:
             self._pool.shutdown()
             self._pool = None
+

@@ -47,9 +47,12 @@ class LearnerThread(threading.Thread):
     """Calls ``learner.learn_on_batch(batch, policy_ids)`` for every batch put on :attr:`inqueue`.
 
     ``learner`` is a local :class:`~league.learn.Learner` or a Ray actor handle with the same
-    methods. Updates hold :attr:`lock`; :meth:`get_weights` takes it too, so weights read
-    through the thread are never those of a half-applied optimiser step (pass the thread
-    as the learner of ``BroadcastWeights`` to get that guarantee). Use as a context
+    methods. Updates hold :attr:`lock`; :meth:`get_weights` and :meth:`get_state` take it
+    too, so what they read is never a half-applied optimiser step. Reading the learner
+    directly is just as safe: a :class:`~league.learn.Learner` holds its own lock in every
+    method, and a Ray actor runs one call at a time. With ``drop_stale_rows`` each update
+    uses only the rows the policy may still learn from (:mod:`league.learn.staleness`),
+    judged when the update starts, not when the batch was queued. Use as a context
     manager, or :meth:`start` and :meth:`stop`; it is a daemon thread, so a forgotten one
     never keeps the process alive.
     """
@@ -61,6 +64,7 @@ class LearnerThread(threading.Thread):
         queue_size: int = 16,
         poll_s: float = 0.05,
         name: str = "learner-thread",
+        drop_stale_rows: bool = False,
     ) -> None:
         if isinstance(policy_ids, str):
             raise TypeError(f"LearnerThread needs a list of policy ids, got the string {policy_ids!r}")
@@ -81,6 +85,7 @@ class LearnerThread(threading.Thread):
         self.error: BaseException | None = None
         self.num_batches = 0
         self.poll_s = poll_s
+        self.drop_stale_rows = bool(drop_stale_rows)
         self._stop_requested = threading.Event()
 
     # Thread body --------------------------------------------------------------------
@@ -102,8 +107,10 @@ class LearnerThread(threading.Thread):
         if not isinstance(batch, MultiAgentBatch):
             raise TypeError(f"LearnerThread expects MultiAgentBatch items, got {type(batch).__name__}")
         start = time.perf_counter()
+        # The keyword only when set: learners (and stand-ins) without it keep working.
+        kwargs = {"drop_stale_rows": True} if self.drop_stale_rows else {}
         with self.lock:
-            stats = call(self.learner, "learn_on_batch", batch, self.policy_ids)
+            stats = call(self.learner, "learn_on_batch", batch, self.policy_ids, **kwargs)
         self.num_batches += 1
         if self.policy_ids is None:
             agent_steps = batch.agent_steps()
@@ -152,6 +159,11 @@ class LearnerThread(threading.Thread):
             weights = call(self.learner, "get_weights", policy_ids)
             # Copied under the lock, in case a learner hands out views of its live parameters.
             return {pid: {k: np.array(v, copy=True) for k, v in w.items()} for pid, w in weights.items()}
+
+    def get_state(self, policy_id: str) -> bytes:
+        """The learner's state of ``policy_id`` (``Learner.get_state``), taken between updates."""
+        with self.lock:
+            return call(self.learner, "get_state", policy_id)
 
     def __enter__(self) -> LearnerThread:
         self.start()

@@ -280,9 +280,11 @@ class LearnerGroup:
         """Each learner trains its policies on its part of ``batch``, all in parallel; merged stats."""
         return self._fan_out("learn_on_batch", batch, policy_ids, **kwargs)
 
-    def compute_gradients(self, batch: MultiAgentBatch, policy_ids: list[str] | None = None) -> dict[str, list[np.ndarray]]:
-        """Per-policy gradients from every learner, merged."""
-        return self._fan_out("compute_gradients", batch, policy_ids)
+    def compute_gradients(
+        self, batch: MultiAgentBatch, policy_ids: list[str] | None = None, drop_stale_rows: bool = False
+    ) -> dict[str, list[np.ndarray]]:
+        """Per-policy gradients from every learner, merged (see :meth:`Learner.compute_gradients`)."""
+        return self._fan_out("compute_gradients", batch, policy_ids, drop_stale_rows=drop_stale_rows)
 
     def apply_gradients(self, grads: dict[str, list[np.ndarray]]) -> None:
         """Each policy's gradients applied by its learner."""
@@ -292,6 +294,11 @@ class LearnerGroup:
         """Refresh target networks on every learner (or of the given policies)."""
         ids = self.policy_ids() if policy_ids is None else policy_ids
         self._per_learner("update_target", dict.fromkeys(ids), pass_ids=True)
+
+    def policy_versions(self, policy_ids: list[str] | None = None) -> dict[str, tuple[int, int]]:
+        """Each policy's ``(weights version, epoch)`` (see :meth:`Learner.policy_versions`)."""
+        ids = self.policy_ids() if policy_ids is None else list(policy_ids)
+        return self._per_learner("policy_versions", dict.fromkeys(ids), pass_ids=True)
 
     # Weights and state --------------------------------------------------------
     def get_weights(self, policy_ids: list[str] | None = None) -> dict[str, dict[str, np.ndarray]]:

@@ -128,7 +128,7 @@ class EnvRunner:
         for a in ts.terminated:
             self._finish_agent(i, a, terminated=True, final_obs=None)
         for a in ts.truncated:
-            self._finish_agent(i, a, terminated=False, final_obs=ts.final_obs.get(a))
+            self._finish_agent(i, a, terminated=False, final_obs=ts.final_obs.get(a), final_mask=ts.final_masks.get(a))
         if ts.done:
             for a in list(trajs):  # contract says every agent ended; be safe anyway
                 self._finish_agent(i, a, terminated=True, final_obs=None)
@@ -136,7 +136,9 @@ class EnvRunner:
         else:
             self._ts[i] = ts
 
-    def _finish_agent(self, i: int, agent: str, terminated: bool, final_obs: np.ndarray | None) -> None:
+    def _finish_agent(
+        self, i: int, agent: str, terminated: bool, final_obs: np.ndarray | None, final_mask: np.ndarray | None = None
+    ) -> None:
         traj = self._trajs[i].pop(agent, None)
         if traj is None or len(traj) == 0:
             return
@@ -147,10 +149,16 @@ class EnvRunner:
             if final_obs is None:
                 next_step = traj.pending_outputs()  # cut without a final obs: bootstrap from the last state
             else:
-                ones = np.ones((1, self._envs[i].spec(agent).num_actions), dtype=np.int8)
-                next_step = dict(self._policies[pid].compute_actions(final_obs[None], ones, explore=False))
+                # The state's real legal actions: a bootstrap that maximises over actions
+                # (DQN's n-step target) must not pick an illegal one. All ones only when the
+                # env gave no mask, or one allowing nothing (e.g. not this agent's turn).
+                n = self._envs[i].spec(agent).num_actions
+                mask = np.ones((1, n), dtype=np.int8)
+                if final_mask is not None and np.any(final_mask):
+                    mask = np.array(final_mask, dtype=np.int8).reshape(1, n)  # a copy: env masks may be shared, read-only
+                next_step = dict(self._policies[pid].compute_actions(final_obs[None], mask, explore=False))
                 next_step[C.OBS] = final_obs[None]
-                next_step[C.ACTION_MASK] = ones
+                next_step[C.ACTION_MASK] = mask
         self._emit(pid, traj.take_chunk(len(traj)), next_step)
 
     def _emit(self, pid: str, chunk: SampleBatch, next_step: dict | None) -> None:

@@ -129,7 +129,11 @@ class Sampler:
 
     # Policies and matchups ------------------------------------------------------
     def set_weights(self, weights: Mapping[str, Mapping[str, np.ndarray]]) -> None:
-        """Load weights for the given policy ids (all must be known)."""
+        """Load weights for the given policy ids (all must be known).
+
+        The version the weights carry (``weights_version``) is what the policy stamps on
+        every row it acts in from now on (see :mod:`league.sampling.versioning`).
+        """
         for pid, w in weights.items():
             if pid not in self._policies:
                 raise KeyError(f"sampler has no policy '{pid}' (known: {sorted(self._policies)})")
@@ -138,8 +142,14 @@ class Sampler:
     def add_policy(
         self, policy_id: str, factory: PolicyFactory, weights: Mapping[str, np.ndarray] | None = None, learns: bool = True
     ) -> None:
-        """Add (or replace) a policy, e.g. a new league snapshot (``learns=False``)."""
-        policy = factory.make_policy(seed=int(self._rng.integers(2**31)), learns=learns)
+        """Add (or replace) a policy, e.g. a new league snapshot (``learns=False``).
+
+        The policy stamps each action with the version its weights carry
+        (see :mod:`league.sampling.versioning`).
+        """
+        from league.sampling.versioning import VersionedPolicy
+
+        policy = VersionedPolicy(factory.make_policy(seed=int(self._rng.integers(2**31)), learns=learns))
         if weights is not None:
             policy.set_weights(dict(weights))
         self._factories[policy_id] = factory
