@@ -56,7 +56,10 @@ class SamplerConfig:
     num_samplers: int = 2
     num_envs: int = 32
     fragment_length: int = 64
-    mode: str = "async"  # ParallelRollouts mode: bulk_sync or async
+    # ParallelRollouts mode: bulk_sync, async, or auto: bulk_sync when a learning policy is
+    # on-policy (max_policy_lag 0: PPO, A2C by default; rows sampled while it updated would be
+    # dropped), async otherwise (IMPALA, APPO, DQN: samplers keep sampling while it trains).
+    mode: str = "auto"
     num_cpus: float = 1.0  # Ray CPUs reserved per sampler actor
     # False: samplers run inside the driver process, one after the other (debugging, tests,
     # exactly reproducible runs); with a local learner too, Ray is then never started.
@@ -311,8 +314,8 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
     ):
         if value < low:
             raise ValueError(f"{key} must be >= {low}, got {value}")
-    if s.mode not in ("bulk_sync", "async"):
-        raise ValueError(f"sampler.mode must be 'bulk_sync' or 'async', got '{s.mode}'")
+    if s.mode not in ("auto", "bulk_sync", "async"):
+        raise ValueError(f"sampler.mode must be 'auto', 'bulk_sync' or 'async', got '{s.mode}'")
     if cfg.league.opponent_sampling not in ("uniform", "pfsp"):
         raise ValueError(f"league.opponent_sampling must be 'uniform' or 'pfsp', got '{cfg.league.opponent_sampling}'")
     if not 0.0 <= cfg.league.self_play_prob <= 1.0:

@@ -95,18 +95,15 @@ class RestoredLeague:
     counters: dict[str, int]
 
 
-def restore_league(checkpoint: Checkpoint, league: TrainingLeague | None) -> RestoredLeague:
+def restore_league(checkpoint: Checkpoint, league: TrainingLeague) -> RestoredLeague:
     """Restore ``league`` (snapshots with weights, payoff, coordinator) and read the rest of ``league.json``.
 
     Raises :class:`CheckpointError` naming the file when the state is malformed.
     """
     saved = checkpoint.league
     try:
-        if league is not None:
-            league.load_state(saved, checkpoint.policies)
-            payoff = league.payoff
-        else:
-            payoff = PayoffTable.from_dict(saved["payoff"])
+        league.load_state(saved, checkpoint.policies)
+        payoff = league.payoff
         win_rates = {str(k): float(v) for k, v in (saved.get("win_rates") or {}).items()}
         best = saved.get("best_win_rate")
         counters = {str(k): int(v) for k, v in (saved.get("counters") or {}).items()}

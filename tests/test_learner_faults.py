@@ -60,7 +60,8 @@ def batch_for(pids: list[str], seed: int) -> MultiAgentBatch:
 
 
 def max_diff(a: dict, b: dict) -> float:
-    return max(float(np.abs(a[p][k] - b[p][k]).max()) for p in a for k in a[p])
+    """Largest parameter difference (the weights version counter is not a parameter)."""
+    return max(float(np.abs(a[p][k] - b[p][k]).max()) for p in a for k in a[p] if k != "weights_version")
 
 
 class DyingPPO(PPO):

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from league.envs.registry import openspiel_game_of
 from league.leagues.base import TrainingLeague
-from league.policy import RandomPolicyFactory
 from league.population.payoff import PayoffTable
 from league.population.recipes import build_league
 from league.population.scripted import scripted_factory
@@ -43,12 +43,14 @@ def _exact_evaluator(cfg: Any) -> Any:
 
 def make_league(
     cfg: Any, algorithms: Mapping[str, Any], spec: Any, agents: Sequence[str], remote: bool
-) -> TrainingLeague | None:
-    """The run's :class:`TrainingLeague`, or None for several ``policies`` playing each other."""
+) -> TrainingLeague:
+    """The run's :class:`TrainingLeague`: several ``policies`` just play each other (:class:`PolicyPairs`)."""
     league = cfg.league
+    if league.recipe == "selfplay" and len(algorithms) != 1:
+        from league.leagues.pairs import PolicyPairs
+
+        return PolicyPairs(list(algorithms), PayoffTable(decay=league.payoff_decay, min_games=league.payoff_min_games))
     if league.recipe == "selfplay":
-        if len(algorithms) != 1:
-            return None
         main = next(iter(algorithms))
         pool = SelfPlayPool(
             main,
@@ -66,6 +68,14 @@ def make_league(
     game = openspiel_game_of(cfg.env.name)
     if league.meta_game == "exact" and game is None:
         raise ValueError(f"league.meta_game 'exact' needs an OpenSpiel env, not '{cfg.env.name}'")
+    if game is None and league.meta_game_episodes and league.recipe in ("pfsp", "psro") and not cfg.eval.interval:
+        # The empirical meta-game is measured by league-scheduled evaluation games, which
+        # run on evaluation rounds: without them the solver stays on its uniform fallback.
+        warnings.warn(
+            f"league.recipe '{league.recipe}' on '{cfg.env.name}' measures its meta-game in evaluation rounds, "
+            "but eval.interval is 0: opponents stay uniform over the frozen players. Set eval.interval > 0.",
+            stacklevel=2,
+        )
     if league.exploitability_interval and game is None:
         raise ValueError(f"league.exploitability_interval needs an OpenSpiel env (kuhn_poker, leduc_poker...), not '{cfg.env.name}'")
     exact = None

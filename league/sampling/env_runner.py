@@ -232,6 +232,10 @@ class EnvRunner:
         chunks, self._chunks = self._chunks, {}
         return chunks
 
+    def policies_in_use(self) -> set[str]:
+        """Policy ids that an active env copy's episode in progress plays."""
+        return {pid for i, m in enumerate(self._matchup) if self.active[i] and m is not None for pid in m.policies.values()}
+
     def reset_all(self) -> None:
         """Abandon every episode in progress (unrecorded) and start new ones."""
         for i in range(len(self._envs)):

@@ -67,6 +67,7 @@ class Sampler:
         self._worker_index = worker_index
         self._factories: dict[str, PolicyFactory] = {}
         self._policies: dict[str, Policy] = {}
+        self._retiring: set[str] = set()  # removed, but still played by an episode in progress
         for pid, factory in (policies or {}).items():
             self.add_policy(pid, factory, learns=pid not in frozen)
         if matchups is None:
@@ -99,6 +100,7 @@ class Sampler:
         for _ in range(self.fragment_length):
             steps += self._runner.step(explore=True)
         chunks = self._runner.drain()
+        self._forget_retired()
         return MultiAgentBatch({pid: SampleBatch.concat(c) for pid, c in chunks.items()}, steps)
 
     def pop_episode_stats(self) -> list[dict]:
@@ -125,6 +127,7 @@ class Sampler:
                 if runner.episodes_completed[i] >= quota[i]:
                     runner.active[i] = False
         stats, runner.episode_stats = runner.episode_stats, []
+        self._forget_retired()
         return stats
 
     # Policies and matchups ------------------------------------------------------
@@ -154,14 +157,32 @@ class Sampler:
             policy.set_weights(dict(weights))
         self._factories[policy_id] = factory
         self._policies[policy_id] = policy
+        self._retiring.discard(policy_id)
 
     def remove_policy(self, policy_id: str) -> None:
-        """Forget a policy (it must no longer appear in the matchup source)."""
-        self._policies.pop(policy_id, None)
-        self._factories.pop(policy_id, None)
+        """Retire a policy (e.g. a snapshot evicted from the league): it is forgotten as soon
+        as no episode in progress plays it, at once if none does. Set a matchup source that
+        no longer draws it first; episodes that drew it at their start finish with it."""
+        self._retiring.add(policy_id)
+        self._forget_retired()
+
+    def retiring_policies(self) -> list[str]:
+        """Policies removed by :meth:`remove_policy` that episodes in progress still play."""
+        return sorted(self._retiring)
+
+    def _forget_retired(self) -> None:
+        if not self._retiring:
+            return
+        in_use = self._runner.policies_in_use()
+        if self._eval_runner is not None:
+            in_use |= self._eval_runner.policies_in_use()
+        for pid in [p for p in self._retiring if p not in in_use]:
+            self._policies.pop(pid, None)
+            self._factories.pop(pid, None)
+            self._retiring.discard(pid)
 
     def policy_ids(self) -> list[str]:
-        """Known policy ids."""
+        """Known policy ids (retiring ones included until their last episode ends)."""
         return list(self._policies)
 
     def set_matchups(self, matchups: MatchupSource) -> None:

@@ -1,0 +1,150 @@
+"""Building a run's parts from its config: algorithms, learner, samplers and the plan.
+
+Plain functions of a validated :class:`~league.config.RunConfig`, so the trainer, a
+resume and a rebuild after a checkpoint (``checkpoint.exact_resume``) or a lost learner
+all build the same parts the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict
+from typing import Any
+
+import torch
+
+from league.algos import make_algorithm
+from league.algos.base import Algorithm
+from league.algos.compose import build_multi_policy_plan
+from league.config import RunConfig
+from league.envs import make_env
+from league.envs.base import AgentSpec
+from league.flow.actors import is_ray_actor, resolve, share, submit
+from league.flow.recovery import on_sampler_restart
+from league.learn import Learner, LearnerGroup
+from league.leagues import TrainingLeague
+from league.policy import RandomPolicyFactory
+from league.resume import sampler_seed
+from league.sampling import Sampler, make_remote_samplers
+
+__all__ = [
+    "EVAL_OPPONENT",
+    "agent_spec",
+    "make_algorithms",
+    "uses_ray",
+    "make_learner",
+    "make_samplers",
+    "load_samplers",
+    "sampling_mode",
+    "build_plan",
+]
+
+#: The fixed evaluation opponent every sampler holds.
+EVAL_OPPONENT = "random"
+
+
+def agent_spec(cfg: RunConfig) -> tuple[AgentSpec, list[str]]:
+    """The (shared) agent spec of the run's env and its agent ids."""
+    env = make_env(cfg.env.name, **cfg.env.kwargs)
+    try:
+        specs = {a: env.spec(a) for a in env.possible_agents}
+    finally:
+        env.close()
+    if len(set(specs.values())) != 1:
+        raise ValueError(f"self-play needs identical agent specs, env '{cfg.env.name}' has {specs}")
+    return next(iter(specs.values())), list(specs)
+
+
+def make_algorithms(cfg: RunConfig, spec: AgentSpec, learning: Sequence[str]) -> dict[str, Algorithm]:
+    """Each learning policy's algorithm: its own ``policies`` entry, else ``algo``."""
+    if cfg.policies:
+        return {pid: make_algorithm(pc.algo, spec, pc.params) for pid, pc in cfg.policies.items()}
+    return {pid: make_algorithm(cfg.algo.name, spec, cfg.algo.params) for pid in learning}
+
+
+def _learner_group(cfg: RunConfig) -> bool:
+    return cfg.learner.num_learners > 1 or cfg.learner.device != "cpu"
+
+
+def uses_ray(cfg: RunConfig) -> bool:
+    """Whether the run needs Ray: sampler actors, or learner actors."""
+    return cfg.sampler.remote or _learner_group(cfg)
+
+
+def make_learner(cfg: RunConfig, algorithms: Mapping[str, Algorithm]) -> Learner | LearnerGroup:
+    """One in-process learner (batches never leave the process), or a group of learner actors."""
+    if _learner_group(cfg):
+        group = LearnerGroup.from_config(asdict(cfg.learner), seed=cfg.seed, remote=True)
+        group.add_policies(dict(algorithms))
+        return group
+    learner = Learner(cfg.learner.device, seed=cfg.seed, num_threads=cfg.learner.num_threads, stack_same_shaped=cfg.learner.stack_same_shaped)
+    for pid, algo in algorithms.items():
+        learner.add_policy(pid, algo)
+    return learner
+
+
+def make_samplers(cfg: RunConfig, iteration: int, algorithms: Mapping[str, Algorithm], league: TrainingLeague) -> list[Any]:
+    """The run's samplers (Ray actors or in-process), holding every policy the league needs,
+    seeded for a run (re)started at ``iteration``."""
+    frozen = league.frozen_policies()
+    s = cfg.sampler
+    kwargs: dict[str, Any] = dict(
+        env=cfg.env.name,
+        env_kwargs=cfg.env.kwargs,
+        policies={**algorithms, EVAL_OPPONENT: RandomPolicyFactory(), **{pid: f for pid, (f, _) in frozen.items()}},
+        frozen=(EVAL_OPPONENT, *frozen),
+        matchups=league.matchups(),
+        num_envs=s.num_envs,
+        fragment_length=s.fragment_length,
+        max_consecutive_env_failures=s.max_consecutive_env_failures,
+    )
+    seed = sampler_seed(cfg.seed, iteration)
+    if s.remote:
+        return make_remote_samplers(s.num_samplers, num_cpus=s.num_cpus, seed=seed, **kwargs)
+    # In the driver, samplers must leave the process's torch thread count alone.
+    return [Sampler(seed=seed, worker_index=i, torch_threads=torch.get_num_threads(), **kwargs) for i in range(s.num_samplers)]
+
+
+def load_samplers(
+    samplers: Sequence[Any],
+    learner: Any,
+    league: TrainingLeague,
+    initial_states: Mapping[str, bytes],
+    on_restart: Callable[[Any], list[Any]],
+) -> None:
+    """Send the current weights (learning and frozen) and a matchup source per sampler, bind
+    the league to them, and register ``on_restart`` for sampler actors Ray restarts."""
+    weights = learner.get_weights(league.learning)
+    weights.update(league.frozen_weights())
+    shared = share(weights, samplers)
+    resolve([submit(s, "set_weights", shared) for s in samplers], samplers)
+    league.bind(samplers, initial_states)
+    if len(samplers) > 1:  # each sampler its own matchup source (a batch is consumed once)
+        resolve([submit(s, "set_matchups", league.matchups()) for s in samplers], samplers)
+    for s in samplers:
+        if is_ray_actor(s):  # a restarted sampler re-runs __init__: it lost snapshots and matchups
+            on_sampler_restart(s, on_restart)
+
+
+def sampling_mode(cfg: RunConfig, algorithms: Mapping[str, Algorithm]) -> str:
+    """``sampler.mode``, with ``auto`` resolved: ``bulk_sync`` when some learning policy is
+    on-policy (``max_policy_lag`` 0: a fragment sampled while it updated would be dropped as
+    stale), else ``async`` (samplers keep sampling while the learner trains)."""
+    if cfg.sampler.mode != "auto":
+        return cfg.sampler.mode
+    return "bulk_sync" if any(algo.max_policy_lag() == 0 for algo in algorithms.values()) else "async"
+
+
+def build_plan(cfg: RunConfig, samplers: Sequence[Any], learner: Any, algorithms: Mapping[str, Algorithm]) -> Any:
+    """The run's plan: rollouts from ``samplers`` through every policy's algorithm fragment."""
+    from league.flow import ParallelRollouts
+
+    s = cfg.sampler
+    return build_multi_policy_plan(
+        ParallelRollouts(list(samplers), mode=sampling_mode(cfg, algorithms)),
+        learner,
+        list(samplers),
+        algorithms,
+        broadcast_every_env_steps=s.broadcast_every_env_steps,
+        max_broadcasts_in_flight=s.max_broadcasts_in_flight,
+    )

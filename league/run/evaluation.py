@@ -1,0 +1,117 @@
+"""Episode results on their way from the samplers to the league, and evaluation rounds.
+
+:class:`EpisodeFeed` fetches finished training episodes one iteration late, so the driver
+never waits behind a ``sample()`` in flight, and records them in the league.
+:class:`EvaluationRounds` plays greedy games of every learning policy against the fixed
+evaluation opponent, plus the league's own scheduled games, on the samplers' separate
+env copies, without blocking training: results are collected once all have arrived.
+A sampler lost mid-call (its node died) costs its episodes, never the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from league.flow.actors import is_ray_actor, resolve_lenient, submit
+from league.leagues import TrainingLeague
+from league.population.coordinator import MatchupBatch
+from league.sampling import OpponentSampling
+
+__all__ = ["EpisodeFeed", "EvaluationRounds"]
+
+
+class EpisodeFeed:
+    """Training episodes' statistics from the samplers into the league (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.lost_sampler_calls = 0  # bookkeeping calls to samplers that died mid-call
+        self._pending: list[Any] = []
+        self._flushed: list[dict[str, Any]] = []  # recorded at a checkpoint, reported with the next row
+
+    def next(self, samplers: Sequence[Any], league: TrainingLeague) -> list[dict[str, Any]]:
+        """Record the episodes asked for last time, ask again; returns them (and any flushed)."""
+        fresh = self._fetch(samplers)
+        league.record(fresh)
+        out, self._flushed = self._flushed + fresh, []
+        self._pending = [submit(s, "pop_episode_stats") for s in samplers]
+        return out
+
+    def flush(self, samplers: Sequence[Any], league: TrainingLeague) -> None:
+        """Record the episodes asked for now (before a checkpoint); they are reported next time."""
+        if self._pending:
+            fresh = self._fetch(samplers)
+            league.record(fresh)
+            self._flushed.extend(fresh)
+
+    def drop(self) -> None:
+        """Forget the calls in flight (their samplers are being replaced)."""
+        self._pending = []
+
+    def _fetch(self, samplers: Sequence[Any]) -> list[dict[str, Any]]:
+        pending, self._pending = self._pending, []
+        if not pending:
+            return []
+        results, failed = resolve_lenient(pending, list(samplers), default=[])
+        self.lost_sampler_calls += failed
+        return [e for eps in results for e in eps]
+
+
+class EvaluationRounds:
+    """Greedy evaluation against ``opponent`` and the league's scheduled games.
+
+    Attributes:
+        win_rates: the latest win rate of each learning policy against the opponent.
+        best_win_rate: the best, over rounds, of the worst policy's win rate.
+        lost_sampler_calls: evaluation calls lost with their sampler.
+    """
+
+    def __init__(self, opponent: str, episodes: int) -> None:
+        self.opponent = opponent
+        self.episodes = episodes
+        self.win_rates: dict[str, float] = {}
+        self.best_win_rate: float | None = None
+        self.lost_sampler_calls = 0
+        self._pending: list[tuple[str | None, list[tuple[Any, Any]]]] = []  # (policy, or None: league games; calls)
+
+    @property
+    def running(self) -> bool:
+        """Whether a round's games are still out."""
+        return bool(self._pending)
+
+    def start(self, samplers: Sequence[Any], league: TrainingLeague) -> None:
+        """Send a round's games to the samplers (evaluation against the opponent split evenly)."""
+        per = max(1, self.episodes // len(samplers))
+        for pid in league.learning:
+            matchups = OpponentSampling(pid, {self.opponent: 1.0})
+            self._pending.append((pid, [(s, submit(s, "evaluate", per, matchups)) for s in samplers]))
+        games = league.evaluation_matchups()
+        if games:  # the league's own games, split between samplers
+            shares = [games[i :: len(samplers)] for i in range(len(samplers))]
+            calls = [(s, submit(s, "evaluate", len(m), MatchupBatch(m))) for s, m in zip(samplers, shares) if m]
+            self._pending.append((None, calls))
+
+    def collect(self, league: TrainingLeague, block: bool) -> None:
+        """Take a round's results once every call has arrived (or wait for them: ``block``)."""
+        if not self._pending:
+            return
+        refs = [r for _, calls in self._pending for s, r in calls if is_ray_actor(s)]
+        if refs and not block:
+            import ray
+
+            ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
+            if len(ready) < len(refs):
+                return
+        for pid, calls in self._pending:
+            results, failed = resolve_lenient([r for _, r in calls], [s for s, _ in calls], default=[])
+            self.lost_sampler_calls += failed
+            episodes = [e for eps in results for e in eps]
+            if pid is None:
+                league.record(episodes)
+            elif episodes:  # every sampler of this evaluation lost: no result, not a 0
+                wins = sum(1 for e in episodes for a, p in e["policies"].items() if p == pid and e["outcome"][a] == "win")
+                self.win_rates[pid] = wins / len(episodes)
+        self._pending = []
+        if self.win_rates:
+            worst = min(self.win_rates.values())
+            self.best_win_rate = worst if self.best_win_rate is None else max(self.best_win_rate, worst)

@@ -1,0 +1,156 @@
+"""The import graph of ``league``: no circle between modules, no import from a lower layer to a higher one.
+
+The layers, lowest first, are listed in :data:`LAYERS` (the same drawing is in
+``docs/ARCHITECTURE.md``). A module may import modules of its own layer or lower ones.
+Imports are read with :mod:`ast` (every ``import`` / ``from ... import``, at module level
+or inside functions, ``TYPE_CHECKING`` blocks excepted); a name imported from a package
+counts as an import of its submodule when one of that name exists.
+
+Usage: ``python scripts/check_imports.py`` (exit status 1 and a list of violations, else 0).
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "league"
+
+#: Layers, lowest first: module (or package) prefixes under ``league.``.
+LAYERS: list[tuple[str, list[str]]] = [
+    ("core", ["league._core", "league.batch", "league.replay", "league.typecheck", "league.checkpoint"]),
+    ("envs", ["league.envs", "league.policy"]),
+    ("runtime", ["league.runtime", "league.flow"]),
+    ("sampling", ["league.sampling"]),
+    ("algorithms", ["league.algos", "league.learn"]),
+    ("population", ["league.population"]),
+    ("league", ["league.leagues"]),
+    ("run", ["league.config", "league.resume", "league.metrics_log", "league.progress", "league.run", "league.trainer"]),
+    ("report", ["league.report"]),
+    ("entry points", ["league.cli", "league"]),
+]
+
+
+def layer_of(module: str) -> int:
+    """Index in :data:`LAYERS` of the longest prefix matching ``module``."""
+    best, best_len = len(LAYERS) - 1, -1
+    for index, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best_len:
+                best, best_len = index, len(prefix)
+    return best
+
+
+def module_name(path: Path) -> str:
+    """``league/x/y.py`` -> ``league.x.y`` (a package's ``__init__`` is the package)."""
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def imports_of(path: Path, modules: set[str]) -> set[str]:
+    """The ``league`` modules that the file at ``path`` imports."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            skip.update(id(n) for child in node.body for n in ast.walk(child))
+    own = module_name(path)
+    package = own if path.name == "__init__.py" else own.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                target = f"{base}.{node.module}" if node.module else base
+            else:
+                target = node.module or ""
+            submodules = {f"{target}.{alias.name}" for alias in node.names} & modules
+            if len(submodules) < len(node.names):  # some name is not a submodule: the module itself is used
+                found.add(target)
+            found.update(submodules)
+    return {m for m in found if m in modules and m != own}
+
+
+def graph() -> dict[str, set[str]]:
+    """Module -> the league modules it imports."""
+    files = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+    modules = set(files) | {"league._core"}
+    return {name: imports_of(path, modules) for name, path in files.items()}
+
+
+def upward_imports(edges: dict[str, set[str]]) -> list[str]:
+    """Imports from a lower layer to a higher one (a package's ``__init__`` re-exporting its own modules is fine)."""
+    out = []
+    for module, targets in sorted(edges.items()):
+        for target in sorted(targets):
+            if target.startswith(module + "."):
+                continue
+            if layer_of(target) > layer_of(module):
+                out.append(f"{module} ({LAYERS[layer_of(module)][0]}) imports {target} ({LAYERS[layer_of(target)][0]})")
+    return out
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Circles between modules (Tarjan's strongly connected components of more than one module)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in edges.get(v, ()):
+            if w.startswith(v + "."):  # a package importing its own submodules is not a circle
+                continue
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    sys.setrecursionlimit(10_000)
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def main() -> int:
+    """Print the violations; exit status 1 if any."""
+    edges = graph()
+    problems = [f"upward import: {line}" for line in upward_imports(edges)]
+    problems += [f"circle: {' <-> '.join(c)}" for c in cycles(edges)]
+    for line in problems:
+        print(line)
+    print(f"check_imports: {len(edges)} modules, {sum(map(len, edges.values()))} imports, {len(problems)} violations")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
