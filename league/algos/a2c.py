@@ -20,11 +20,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from league.algos.actor_critic import ActorCriticAlgorithm
+from league.algos.actor_critic import GAEActorCritic
 from league.algos.base import PolicyState, batch_to_tensors
-from league.algos.postprocessing import compute_gae
+from league.algos.distributions import entropy, log_prob, masked_log_probs
 from league.algos.sgd import check_max_policy_lag
-from league.algos.torch_policy import masked_logits
 from league.batch import Columns as C
 from league.batch import SampleBatch
 
@@ -63,20 +62,11 @@ class A2CConfig:
         check_max_policy_lag("a2c", self.max_policy_lag)
 
 
-class A2C(ActorCriticAlgorithm):
-    """A2C for discrete (optionally masked) actions."""
+class A2C(GAEActorCritic):
+    """A2C for discrete (optionally masked) actions; GAE on the sampler (:class:`GAEActorCritic`)."""
 
     name = "a2c"
     config_class = A2CConfig
-
-    def postprocess_trajectory(self, traj: SampleBatch, next_step: Mapping[str, np.ndarray] | None) -> SampleBatch:
-        """Adds ``advantages`` and ``value_targets`` (GAE) to one chunk, bootstrapping from
-        V(next state) unless the chunk ended in termination."""
-        bootstrap_value = 0.0 if next_step is None else float(next_step[C.VF_PREDS][0])
-        traj[C.ADVANTAGES], traj[C.VALUE_TARGETS] = compute_gae(
-            traj[C.REWARDS], traj[C.VF_PREDS], bootstrap_value, self.config.gamma, self.config.lam
-        )
-        return traj
 
     def loss(self, model: nn.Module, mb: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, float]]:
         """Policy gradient + value loss - entropy bonus on one batch."""
@@ -86,19 +76,18 @@ class A2C(ActorCriticAlgorithm):
             adv = (adv - adv.mean()) / (adv.std() + 1e-8)
 
         logits, values = model(mb[C.OBS])
-        logp_all = torch.log_softmax(masked_logits(logits, mb[C.ACTION_MASK]), dim=-1)
-        logp = logp_all.gather(1, mb[C.ACTIONS].long().unsqueeze(1)).squeeze(1)
+        log_probs = masked_log_probs(logits, mb[C.ACTION_MASK])
+        logp = log_prob(log_probs, mb[C.ACTIONS])
 
         pg_loss = -(logp * adv).mean()
         vf_loss = 0.5 * (values - mb[C.VALUE_TARGETS]).pow(2).mean()
-        # Masked actions have probability exactly 0 and a finite logit, so they add 0 here.
-        entropy = -(logp_all.exp() * logp_all).sum(-1).mean()
-        loss = pg_loss + cfg.vf_coef * vf_loss - cfg.entropy_coef * entropy
+        ent = entropy(log_probs).mean()
+        loss = pg_loss + cfg.vf_coef * vf_loss - cfg.entropy_coef * ent
         stats = {
             "total_loss": loss.item(),
             "policy_loss": pg_loss.item(),
             "vf_loss": vf_loss.item(),
-            "entropy": entropy.item(),
+            "entropy": ent.item(),
         }
         return loss, stats
 

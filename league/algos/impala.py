@@ -32,8 +32,8 @@ from torch import nn
 
 from league.algos.actor_critic import ActorCriticAlgorithm
 from league.algos.base import PolicyState, batch_to_tensors
+from league.algos.distributions import entropy, log_prob, masked_log_probs
 from league.algos.sgd import check_max_policy_lag, check_minibatch_size, minibatch_sgd
-from league.algos.torch_policy import masked_logits
 from league.algos.vtrace import chunk_ends, vtrace
 from league.batch import Columns as C
 from league.batch import SampleBatch
@@ -118,9 +118,8 @@ def _require_columns(batch: SampleBatch, names: list[str], algo: str) -> None:
 def _forward(model: nn.Module, mb: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Masked log-probabilities of all actions, of the taken actions, and values."""
     logits, values = model(mb[C.OBS])
-    logp_all = torch.log_softmax(masked_logits(logits, mb[C.ACTION_MASK]), dim=-1)
-    logp = logp_all.gather(1, mb[C.ACTIONS].long().unsqueeze(1)).squeeze(1)
-    return logp_all, logp, values
+    log_probs = masked_log_probs(logits, mb[C.ACTION_MASK])
+    return log_probs, log_prob(log_probs, mb[C.ACTIONS]), values
 
 
 class IMPALA(ActorCriticAlgorithm):
@@ -218,15 +217,12 @@ class IMPALA(ActorCriticAlgorithm):
     def loss(self, model: nn.Module, mb: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, float]]:
         """Policy loss (:meth:`policy_loss`) + value loss towards vs - entropy bonus on one minibatch."""
         cfg = self.config
-        logp_all, logp, values = _forward(model, mb)
+        log_probs, logp, values = _forward(model, mb)
         pg_loss, stats = self.policy_loss(logp, mb)
         vf_loss = 0.5 * (values - mb[C.VALUE_TARGETS]).pow(2).mean()
-        # Masked actions have probability exactly 0 and a finite logit, so they add 0 here.
-        entropy = -(logp_all.exp() * logp_all).sum(-1).mean()
-        loss = pg_loss + cfg.vf_coef * vf_loss - cfg.entropy_coef * entropy
-        stats.update(
-            total_loss=loss.item(), policy_loss=pg_loss.item(), vf_loss=vf_loss.item(), entropy=entropy.item()
-        )
+        ent = entropy(log_probs).mean()
+        loss = pg_loss + cfg.vf_coef * vf_loss - cfg.entropy_coef * ent
+        stats.update(total_loss=loss.item(), policy_loss=pg_loss.item(), vf_loss=vf_loss.item(), entropy=ent.item())
         return loss, stats
 
     def policy_loss(self, logp: torch.Tensor, mb: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, float]]:

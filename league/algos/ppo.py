@@ -23,24 +23,23 @@ ratio against the learner's own policy) is the algorithm built for stale data.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Hashable, Mapping, Sequence
+import functools
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 
-from league.algos.actor_critic import ActorCriticAlgorithm
+from league.algos.actor_critic import GAEActorCritic
 from league.algos.base import PolicyState, batch_to_tensors
-from league.algos.postprocessing import compute_gae
+from league.algos.distributions import entropy, log_prob, masked_log_probs
 from league.algos.schedules import LinearSchedule
 from league.algos.sgd import check_max_policy_lag, check_minibatch_size, minibatch_sgd
-from league.algos.torch_policy import masked_logits
 from league.batch import Columns as C
 from league.batch import SampleBatch
 
-__all__ = ["PPOConfig", "PPO", "ppo_loss_terms", "PPO_STATS"]
+__all__ = ["PPOConfig", "PPO", "ppo_loss_terms", "PPO_STATS", "PPO_INPUTS"]
 
 
 @dataclass
@@ -83,6 +82,9 @@ class PPOConfig:
 #: Names of the statistics :func:`ppo_loss_terms` returns, in order.
 PPO_STATS = ("total_loss", "policy_loss", "vf_loss", "entropy", "approx_kl", "clip_frac")
 
+#: The batch columns PPO's loss reads.
+PPO_INPUTS = (C.OBS, C.ACTIONS, C.ACTION_MASK, C.ACTION_LOGP, C.VF_PREDS, C.ADVANTAGES, C.VALUE_TARGETS)
+
 
 def ppo_loss_terms(
     cfg: PPOConfig, model: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]], mb: dict[str, torch.Tensor]
@@ -97,9 +99,8 @@ def ppo_loss_terms(
         adv = (adv - adv.mean()) / (adv.std() + 1e-8)
 
     logits, values = model(mb[C.OBS])
-    logp_all = torch.log_softmax(masked_logits(logits, mb[C.ACTION_MASK]), dim=-1)
-    logp = logp_all.gather(1, mb[C.ACTIONS].long().unsqueeze(1)).squeeze(1)
-    log_ratio = logp - mb[C.ACTION_LOGP]
+    log_probs = masked_log_probs(logits, mb[C.ACTION_MASK])
+    log_ratio = log_prob(log_probs, mb[C.ACTIONS]) - mb[C.ACTION_LOGP]
     ratio = log_ratio.exp()
 
     pg_loss = -torch.min(ratio * adv, ratio.clamp(1 - cfg.clip_param, 1 + cfg.clip_param) * adv).mean()
@@ -108,44 +109,27 @@ def ppo_loss_terms(
         clipped = mb[C.VF_PREDS] + (values - mb[C.VF_PREDS]).clamp(-cfg.vf_clip_param, cfg.vf_clip_param)
         vf_err = torch.max(vf_err, (clipped - mb[C.VALUE_TARGETS]).pow(2))
     vf_loss = 0.5 * vf_err.mean()
-    # Masked actions have probability exactly 0 and a finite logit, so they add 0 here.
-    entropy = -(logp_all.exp() * logp_all).sum(-1).mean()
-    loss = pg_loss + cfg.vf_coef * vf_loss - cfg.entropy_coef * entropy
+    ent = entropy(log_probs).mean()
+    loss = pg_loss + cfg.vf_coef * vf_loss - cfg.entropy_coef * ent
 
     with torch.no_grad():
         kl = ((ratio - 1) - log_ratio).mean()
         clip_frac = ((ratio - 1).abs() > cfg.clip_param).float().mean()
-        stats = torch.stack([loss, pg_loss, vf_loss, entropy, kl, clip_frac]).detach()
+        stats = torch.stack([loss, pg_loss, vf_loss, ent, kl, clip_frac]).detach()
     return loss, stats
 
 
-class PPO(ActorCriticAlgorithm):
-    """PPO for discrete (optionally masked) actions."""
+class PPO(GAEActorCritic):
+    """PPO for discrete (optionally masked) actions; GAE on the sampler (:class:`GAEActorCritic`)."""
 
     name = "ppo"
     config_class = PPOConfig
-
-    def postprocess_trajectory(self, traj: SampleBatch, next_step: Mapping[str, np.ndarray] | None) -> SampleBatch:
-        """Adds ``advantages`` and ``value_targets`` (GAE) to one agent's trajectory chunk,
-        bootstrapping from V(next state) unless the chunk ended in termination."""
-        bootstrap_value = 0.0 if next_step is None else float(next_step[C.VF_PREDS][0])
-        adv, targets = compute_gae(
-            traj[C.REWARDS], traj[C.VF_PREDS], bootstrap_value, self.config.gamma, self.config.lam
-        )
-        traj[C.ADVANTAGES] = adv
-        traj[C.VALUE_TARGETS] = targets
-        return traj
 
     def learn(self, state: PolicyState, batch: SampleBatch) -> dict[str, float]:
         """``num_epochs`` passes of shuffled minibatch SGD on the clipped PPO loss."""
         cfg = self.config
         self._anneal_lr(state)
-        device = next(state.model.parameters()).device
-        t = batch_to_tensors(
-            batch,
-            [C.OBS, C.ACTIONS, C.ACTION_MASK, C.ACTION_LOGP, C.VF_PREDS, C.ADVANTAGES, C.VALUE_TARGETS],
-            device,
-        )
+        t = batch_to_tensors(batch, list(PPO_INPUTS), next(state.model.parameters()).device)
         return minibatch_sgd(
             self.loss, state, t, len(batch), cfg.num_epochs, cfg.minibatch_size, cfg.max_grad_norm, "PPO"
         )
@@ -169,12 +153,22 @@ class PPO(ActorCriticAlgorithm):
         return repr(sorted(values.items()))
 
     def learn_stacked(self, states: Sequence[PolicyState], batches: Sequence[SampleBatch]) -> list[dict[str, float]]:
-        """K same-shaped policies updated as one vmapped model (see :mod:`league.algos.ppo_stacked`)."""
-        from league.algos.ppo_stacked import ppo_learn_stacked
+        """K same-shaped policies updated as one vmapped model: :meth:`learn`'s update, with
+        :func:`ppo_loss_terms` handed to :func:`~league.algos.ppo_stacked.stacked_minibatch_sgd`.
 
+        Reached only through the Python API (``Learner.learn_on_batch(batch, [ids...])``
+        with several PPO policies); ``league-train`` trains one policy per ``TrainOneStep``.
+        """
+        # Imported here: it pulls in league.learn, which learners need and samplers don't.
+        from league.algos.ppo_stacked import stacked_minibatch_sgd
+
+        cfg = self.config
         for state in states:
             self._anneal_lr(state)
-        return ppo_learn_stacked(self, states, batches)
+        loss_terms = functools.partial(ppo_loss_terms, cfg)
+        return stacked_minibatch_sgd(
+            loss_terms, PPO_STATS, states, batches, PPO_INPUTS, cfg.num_epochs, cfg.minibatch_size, cfg.max_grad_norm, "PPO"
+        )
 
     def plan_fragment(self, rollouts: Any, learner: Any, policy_ids: list[str]) -> Any:
         """Rollouts -> SelectExperiences -> ConcatBatches -> TrainOneStep (fresh rows only).

@@ -1,59 +1,72 @@
-"""PPO's ``learn_stacked`` hook: K same-shaped PPO policies updated as one vmapped model.
+"""PPO's vmapped multi-policy update: :func:`~league.algos.sgd.minibatch_sgd` for K policies at once.
 
-Same update as :meth:`league.algos.ppo.PPO.learn` — per policy: ``num_epochs`` passes of
-shuffled minibatches (each policy's own RNG draws its own permutation, as in
-``learn``), the clipped loss, per-policy gradient-norm clipping and an Adam step — but
-every op runs once for all K policies (:class:`~league.learn.stacking.StackedModels`).
+:meth:`league.algos.ppo.PPO.learn_stacked` hands its loss (:func:`~league.algos.ppo.ppo_loss_terms`)
+to :func:`stacked_minibatch_sgd`, which runs the same update as ``PPO.learn`` — per policy:
+``num_epochs`` passes of shuffled minibatches (each policy's own RNG draws its own
+permutation, as in ``learn``), the loss, per-policy gradient-norm clipping and an Adam
+step — but every op once for all K policies (:class:`~league.learn.stacking.StackedModels`).
 Statistics stay on the device until the end, so the loop never waits for the GPU.
+
+Nothing here imports an algorithm (PPO gets this loop by composition). The learner
+reaches it when one ``Learner.learn_on_batch(batch, [ids...])`` call trains several
+stackable policies; ``league-train``'s plan trains one policy per call, so it is a
+Python-API feature (measured by ``benchmarks/bench_learner.py``).
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Hashable, Sequence
-from typing import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
 
 from league.algos.base import PolicyState
-from league.algos.ppo import PPO, PPO_STATS, ppo_loss_terms
 from league.algos.sgd import minibatch_bounds
-from league.batch import Columns as C
 from league.batch import SampleBatch
 from league.learn.stacking import StackedModels, stack_columns, to_device
 
-__all__ = ["ppo_learn_stacked"]
+__all__ = ["stacked_minibatch_sgd", "StackedLossFn"]
 
-_COLUMNS = [C.OBS, C.ACTIONS, C.ACTION_MASK, C.ACTION_LOGP, C.VF_PREDS, C.ADVANTAGES, C.VALUE_TARGETS]
-_STATS = list(PPO_STATS)
+#: ``loss_terms(call, minibatch) -> (loss, stats)``: ``call`` is one member's forward, ``stats``
+#: a ``[len(stat_names)]`` detached tensor; vmap-safe (no ``.item()``, no data-dependent branches).
+StackedLossFn = Callable[[Callable[..., object], dict[str, torch.Tensor]], tuple[torch.Tensor, torch.Tensor]]
 
 
-def ppo_learn_stacked(algo: PPO, states: Sequence[PolicyState], batches: Sequence[SampleBatch]) -> list[dict[str, float]]:
-    """Update K policies (same structure, equally long batches) at once; one stats dict per policy."""
-    cfg = algo.config
+def stacked_minibatch_sgd(
+    loss_terms: StackedLossFn,
+    stat_names: Sequence[str],
+    states: Sequence[PolicyState],
+    batches: Sequence[SampleBatch],
+    columns: Sequence[str],
+    num_epochs: int,
+    minibatch_size: int,
+    max_grad_norm: float,
+    name: str,
+) -> list[dict[str, float]]:
+    """Update K policies (same structure, equally long batches) at once; one stats dict per
+    policy: the mean of ``stat_names``, ``grad_norm`` and ``num_sgd_updates``, as ``minibatch_sgd``."""
     n_rows = len(batches[0])
     if any(len(b) != n_rows for b in batches):
-        raise ValueError(f"stacked PPO needs equally long batches, got {[len(b) for b in batches]}")
+        raise ValueError(f"stacked {name} needs equally long batches, got {[len(b) for b in batches]}")
     stack = StackedModels([s.model for s in states], [s.optimizer for s in states])
     device = stack.flat.device
-    t = stack_columns(batches, _COLUMNS, device)
+    t = stack_columns(batches, columns, device)
     members = torch.arange(len(states), device=device).unsqueeze(1)
-    sums = torch.zeros(len(states), len(_STATS) + 1, device=device)
+    sums = torch.zeros(len(states), len(stat_names) + 1, device=device)
     n_updates = 0
-    # Every epoch's permutation up front (per policy in the order PPO.learn draws them),
+    # Every epoch's permutation up front (per policy in the order minibatch_sgd draws them),
     # uploaded once: no host-device round trip inside the loop.
-    orders = to_device(np.stack([[s.rng.permutation(n_rows) for _ in range(cfg.num_epochs)] for s in states]), device)
+    orders = to_device(np.stack([[s.rng.permutation(n_rows) for _ in range(num_epochs)] for s in states]), device)
     stack.template.train()
     try:
-        for epoch in range(cfg.num_epochs):
-            for start, stop in minibatch_bounds(n_rows, cfg.minibatch_size):  # cut as PPO.learn cuts
+        for epoch in range(num_epochs):
+            for start, stop in minibatch_bounds(n_rows, minibatch_size):  # cut as minibatch_sgd cuts
                 rows = orders[:, epoch, start:stop]
                 mb = {k: v[members, rows] for k, v in t.items()}
-                losses, stats = stack.map(lambda call, m: ppo_loss_terms(cfg, call, m), mb)
+                losses, stats = stack.map(loss_terms, mb)
                 stack.zero_grad()
                 losses.sum().backward()  # policies share no parameters: each gets its own gradient
-                grad_norm = stack.clip_grad_norm_(cfg.max_grad_norm)
+                grad_norm = stack.clip_grad_norm_(max_grad_norm)
                 stack.adam_step()
                 sums += torch.cat([stats, grad_norm.unsqueeze(1)], dim=1)
                 n_updates += 1
@@ -63,9 +76,9 @@ def ppo_learn_stacked(algo: PPO, states: Sequence[PolicyState], batches: Sequenc
     means = (sums / max(n_updates, 1)).cpu().numpy()
     out = []
     for row in means:
-        stats = {name: float(v) for name, v in zip([*_STATS, "grad_norm"], row)}
+        stats = {stat: float(v) for stat, v in zip([*stat_names, "grad_norm"], row)}
         stats["num_sgd_updates"] = float(n_updates)
-        if not np.isfinite(stats["total_loss"]):
-            raise FloatingPointError(f"PPO loss became non-finite: {stats}")
+        if not np.isfinite(stats.get("total_loss", 0.0)):
+            raise FloatingPointError(f"{name} loss became non-finite: {stats}")
         out.append(stats)
     return out

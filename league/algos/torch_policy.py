@@ -6,18 +6,12 @@ import numpy as np
 import torch
 from torch import nn
 
+from league.algos.distributions import MASKED_LOGIT, log_prob, masked_logits
 from league.policy import Policy
 
+# masked_logits and MASKED_LOGIT are defined in league.algos.distributions and re-exported here
+# (q_models.py imports them from this module).
 __all__ = ["ActorCriticPolicy", "masked_logits", "MASKED_LOGIT"]
-
-#: Logit given to illegal actions: finite (so entropy and log-softmax stay NaN-free) and
-#: far below any real logit (so sampling and argmax never choose it).
-MASKED_LOGIT = -1e9
-
-
-def masked_logits(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """``logits`` with illegal actions (``mask == 0``) pushed to :data:`MASKED_LOGIT`."""
-    return torch.where(mask.bool(), logits, torch.full_like(logits, MASKED_LOGIT))
 
 
 class ActorCriticPolicy(Policy):
@@ -35,14 +29,13 @@ class ActorCriticPolicy(Policy):
         with torch.inference_mode():
             logits, values = self.model(torch.from_numpy(obs))
             logits = masked_logits(logits, torch.from_numpy(action_mask))
-            logp_all = torch.log_softmax(logits, dim=-1)
             if explore:
                 # Gumbel-max: one vectorised draw per row, exact categorical sampling.
                 u = torch.rand(logits.shape, generator=self._gen).clamp_(1e-12, 1.0)
                 actions = torch.argmax(logits - torch.log(-torch.log(u)), dim=-1)
             else:
                 actions = torch.argmax(logits, dim=-1)
-            logp = logp_all.gather(1, actions.unsqueeze(1)).squeeze(1)
+            logp = log_prob(torch.log_softmax(logits, dim=-1), actions)
         return {"actions": actions.numpy(), "action_logp": logp.numpy(), "vf_preds": values.numpy()}
 
     def action_probabilities(self, obs: np.ndarray, action_mask: np.ndarray) -> np.ndarray:

@@ -8,7 +8,8 @@ One :meth:`Learner.learn_on_batch` updates every trainable policy in the batch:
   equally long batches, are updated together as one vmapped model (one kernel per op
   for all of them; see :mod:`league.learn.stacking`) — on by default: it saves kernel
   launches and syncs on CUDA, and on CPU it speeds up small MLPs and is neutral for
-  convs (``benchmarks/bench_learner.py``);
+  convs (``benchmarks/bench_learner.py``). A Python-API feature: ``league-train``'s plan
+  passes one policy id per call, so a group never forms there;
 - the others, on CUDA, run concurrently on their own CUDA streams (one thread each, so
   one policy's host-side work overlaps another's kernels); on CPU, in turn.
 

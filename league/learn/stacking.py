@@ -7,7 +7,7 @@ norms and takes Adam steps per member on the flat tensor, and finally writes par
 and optimiser state back into the members' own modules and ``torch.optim.Adam`` s. The
 members stay the source of truth between updates, so stacking is invisible outside one
 update call. Nothing here knows any algorithm: algorithms use it in their
-``learn_stacked`` hook (see :mod:`league.algos.ppo_stacked`).
+``learn_stacked`` hook (PPO through :func:`league.algos.ppo_stacked.stacked_minibatch_sgd`).
 """
 
 from __future__ import annotations
