@@ -1,8 +1,6 @@
 """league: multi-agent league training for reinforcement learning.
 
-Layers, bottom up: ``league._core`` (C++: concat, replay) -> ``league.batch`` /
-``league.replay`` -> ``league.envs`` -> ``league.sampling`` -> ``league.algos`` /
-``league.learn`` -> ``league.flow`` -> ``league.population`` -> ``league.cli``.
+The layers and who owns what: ``docs/ARCHITECTURE.md`` (checked by ``scripts/check_imports.py``).
 """
 
 from league.batch import MultiAgentBatch, SampleBatch

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from league.algos import ALGORITHMS
+from league.learn.placement import LearnerConfig  # the learner: section, defined (and validated) by the learn layer
 from league.typecheck import check_field_types
 
 __all__ = [
@@ -73,22 +74,6 @@ class SamplerConfig:
     # Ray samplers: at most this many weight broadcasts of a policy may be in flight to a
     # sampler; a broadcast due while the previous ones are unapplied is coalesced into the next.
     max_broadcasts_in_flight: int = 1
-
-
-@dataclass
-class LearnerConfig:
-    """Where policies are updated: one in-process learner by default; several learner
-    actors (with CPU/GPU shares) when ``num_learners > 1`` or the device is ``cuda``."""
-
-    device: str = "cpu"
-    num_threads: int = 1
-    num_learners: int = 1
-    num_cpus_per_learner: float = 1.0
-    num_gpus_per_learner: float = 0.0
-    assignment: Any = "auto"  # "auto" (balanced by size) or {policy_id: learner index}
-    stack_same_shaped: bool = True  # update same-shaped policies as one vmapped model
-    # A learner actor that dies: "restore" its policies from the last checkpoint, or "stop".
-    on_failure: str = "restore"
 
 
 @dataclass
@@ -320,9 +305,6 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
         raise ValueError(f"league.opponent_sampling must be 'uniform' or 'pfsp', got '{cfg.league.opponent_sampling}'")
     if not 0.0 <= cfg.league.self_play_prob <= 1.0:
         raise ValueError(f"league.self_play_prob must lie in [0, 1], got {cfg.league.self_play_prob}")
-    from league.learn.placement import PlacementConfig
-
-    PlacementConfig.from_config(dataclasses.asdict(cfg.learner))  # validates devices and shares
     _check_league(cfg)
     if isinstance(cfg.ray.address, str) and cfg.ray.address.startswith("ray://"):
         raise ValueError(

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from league.algos.base import Algorithm
+from league.learn.algorithm import Algorithm
 from league.checkpoint import Checkpoint, CheckpointError, check_compatible, find_checkpoint, read_checkpoint
 from league.population.payoff import PayoffTable
 

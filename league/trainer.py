@@ -25,7 +25,7 @@ import torch
 
 from league.checkpoint import periodic_name, prune_checkpoints, write_checkpoint
 from league.config import RunConfig
-from league.flow.actors import is_ray_actor
+from league.runtime.actors import is_ray_actor
 from league.flow.metrics import NUM_ENV_STEPS_SAMPLED
 from league.learn.recovery import LearnerDied, find_learner_died
 from league.leagues import TrainingLeague, make_league

@@ -1,12 +1,14 @@
 """The import graph of ``league``: no circle between modules, no import from a lower layer to a higher one.
 
 The layers, lowest first, are listed in :data:`LAYERS` (the same drawing is in
-``docs/ARCHITECTURE.md``). A module may import modules of its own layer or lower ones.
-Imports are read with :mod:`ast` (every ``import`` / ``from ... import``, at module level
-or inside functions, ``TYPE_CHECKING`` blocks excepted); a name imported from a package
-counts as an import of its submodule when one of that name exists.
+``docs/ARCHITECTURE.md``). A module may import modules of its own layer or lower ones,
+and every module of the package must belong to a layer. Imports are read with :mod:`ast`
+(every ``import`` / ``from ... import``, at module level or inside functions,
+``TYPE_CHECKING`` blocks excepted); a name imported from a package counts as an import
+of its submodule when one of that name exists.
 
 Usage: ``python scripts/check_imports.py`` (exit status 1 and a list of violations, else 0).
+``tests/test_import_graph.py`` runs the same check (:func:`violations`) with the tests.
 """
 
 from __future__ import annotations
@@ -18,29 +20,48 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "league"
 
-#: Layers, lowest first: module (or package) prefixes under ``league.``.
+#: Layers, lowest first: module (or package) prefixes under ``league.`` (``league`` alone:
+#: the package's ``__init__``, which may lazily expose the top, e.g. ``league.Trainer``).
 LAYERS: list[tuple[str, list[str]]] = [
     ("core", ["league._core", "league.batch", "league.replay", "league.typecheck", "league.checkpoint"]),
     ("envs", ["league.envs", "league.policy"]),
-    ("runtime", ["league.runtime", "league.flow"]),
+    ("runtime", ["league.runtime"]),
+    ("flow", ["league.flow"]),
     ("sampling", ["league.sampling"]),
-    ("algorithms", ["league.algos", "league.learn"]),
+    ("learn", ["league.learn"]),
+    ("algos", ["league.algos"]),
     ("population", ["league.population"]),
-    ("league", ["league.leagues"]),
+    ("leagues", ["league.leagues"]),
     ("run", ["league.config", "league.resume", "league.metrics_log", "league.progress", "league.run", "league.trainer"]),
     ("report", ["league.report"]),
-    ("entry points", ["league.cli", "league"]),
+    ("cli", ["league.cli", "league"]),
 ]
 
 
-def layer_of(module: str) -> int:
-    """Index in :data:`LAYERS` of the longest prefix matching ``module``."""
-    best, best_len = len(LAYERS) - 1, -1
+def _match(module: str) -> tuple[int, str] | None:
+    """(layer index, prefix) of the longest prefix in :data:`LAYERS` matching ``module``."""
+    best: tuple[int, str] | None = None
     for index, (_, prefixes) in enumerate(LAYERS):
         for prefix in prefixes:
-            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best_len:
-                best, best_len = index, len(prefix)
+            if (module == prefix or module.startswith(prefix + ".")) and (best is None or len(prefix) > len(best[1])):
+                best = (index, prefix)
     return best
+
+
+def layer_of(module: str) -> int:
+    """Index in :data:`LAYERS` of the longest prefix matching ``module`` (the top layer if none)."""
+    match = _match(module)
+    return len(LAYERS) - 1 if match is None else match[0]
+
+
+def unlayered(edges: dict[str, set[str]]) -> list[str]:
+    """Modules that no layer names (only the bare package prefix ``league`` matches them)."""
+    out = []
+    for module in sorted(edges):
+        match = _match(module)
+        if match is None or (match[1] == "league" and module != "league"):
+            out.append(module)
+    return out
 
 
 def module_name(path: Path) -> str:
@@ -141,11 +162,19 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+def violations(edges: dict[str, set[str]] | None = None) -> list[str]:
+    """Every violation of the layering in the import graph (``edges``: :func:`graph`'s by default)."""
+    edges = graph() if edges is None else edges
+    problems = [f"no layer: {module} (add its prefix to LAYERS)" for module in unlayered(edges)]
+    problems += [f"upward import: {line}" for line in upward_imports(edges)]
+    problems += [f"circle: {' <-> '.join(c)}" for c in cycles(edges)]
+    return problems
+
+
 def main() -> int:
     """Print the violations; exit status 1 if any."""
     edges = graph()
-    problems = [f"upward import: {line}" for line in upward_imports(edges)]
-    problems += [f"circle: {' <-> '.join(c)}" for c in cycles(edges)]
+    problems = violations(edges)
     for line in problems:
         print(line)
     print(f"check_imports: {len(edges)} modules, {sum(map(len, edges.values()))} imports, {len(problems)} violations")

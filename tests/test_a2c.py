@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from league.algos.a2c import A2C
-from league.algos.base import PolicyState
+from league.learn.algorithm import PolicyState
 from league.batch import Columns as C
 from league.batch import MultiAgentBatch, SampleBatch
 from league.envs import make_env

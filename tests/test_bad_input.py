@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from league.algos import make_algorithm
-from league.algos.base import PolicyState
+from league.learn.algorithm import PolicyState
 from league.algos.dqn import DISCOUNTS, DQN, N_STEP_RETURNS, NEXT_ACTION_MASK
 from league.batch import Columns as C
 from league.batch import SampleBatch

@@ -9,17 +9,11 @@ import pytest
 
 from league.policy import PolicyFactory, RandomPolicy, RandomPolicyFactory
 from league.population import PayoffTable, Player
-from league.population.coordinator import (
-    LeagueCoordinator,
-    MatchupBatch,
-    ResetAction,
-    SnapshotAction,
-    make_remote_coordinator,
-    remote_refill,
-)
+from league.leagues.remote_coordinator import make_remote_coordinator, remote_refill
+from league.population.coordinator import LeagueCoordinator, ResetAction, SnapshotAction
 from league.population.evaluation import EvaluationScheduler, beta_variance
 from league.population.roles import league_exploiter_role, main_agent_role, main_exploiter_role
-from league.sampling import Matchup, Sampler
+from league.sampling import Matchup, MatchupBatch, Sampler
 
 AGENTS = ["player_0", "player_1"]
 

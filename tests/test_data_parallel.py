@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.multiprocessing as mp
 
-from league.algos.base import PolicyState, batch_to_tensors
+from league.learn.algorithm import PolicyState, batch_to_tensors
 from league.algos.ppo import PPO
 from league.batch import Columns as C
 from league.batch import MultiAgentBatch, SampleBatch

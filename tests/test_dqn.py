@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch import nn
 
-from league.algos.base import PolicyState
+from league.learn.algorithm import PolicyState
 from league.algos.dqn import DISCOUNTS, DQN, N_STEP_RETURNS, NEXT_ACTION_MASK, TD_ERROR, UpdatePriorities
 from league.algos.dqn import n_step_transitions
 from league.algos.q_models import QNetwork, build_q_model, masked_argmax, masked_max

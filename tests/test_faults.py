@@ -23,8 +23,8 @@ from league.algos import make_algorithm
 from league.batch import Columns as C
 from league.batch import MultiAgentBatch
 from league.envs import MultiAgentEnv, make_env, register_env
-from league.flow import NUM_ENV_STEPS_SAMPLED, BroadcastWeights, ParallelRollouts, PlanError
-from league.flow.recovery import NUM_SAMPLER_RESTARTS, RestartingSamplers, on_sampler_restart
+from league.flow import NUM_ENV_STEPS_SAMPLED, NUM_SAMPLER_RESTARTS, BroadcastWeights, ParallelRollouts, PlanError
+from league.runtime.recovery import RestartingSamplers, on_sampler_restart
 from league.sampling import FixedMatchups, Sampler
 
 NUM_ENVS, FRAGMENT = 2, 8

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from league.algos.base import PolicyState
+from league.learn.algorithm import PolicyState
 from league.algos.impala import APPO, BOOTSTRAP_OBS, IMPALA, LEARNER_LOGP, learner_thread_plan
 from league.algos.vtrace import chunk_ends, vtrace
 from league.batch import Columns as C

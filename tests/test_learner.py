@@ -11,12 +11,11 @@ import pytest
 import torch
 
 from league.algos import PPO, make_algorithm
-from league.algos.base import PolicyState, batch_to_tensors
+from league.learn.algorithm import PolicyState, batch_to_tensors
 from league.batch import Columns as C
 from league.batch import MultiAgentBatch, SampleBatch
-from league.config import LearnerConfig
 from league.envs.base import AgentSpec
-from league.learn import Learner, LearnerGroup, PlacementConfig, StackedModels, assign_policies, gpus_needed, resource_requests
+from league.learn import Learner, LearnerGroup, LearnerConfig, StackedModels, assign_policies, gpus_needed, resource_requests
 from league.learn.stacking import stack_signature
 from league.sampling.versioning import WEIGHTS_VERSION
 
@@ -372,33 +371,36 @@ def test_stack_signature_refuses_what_the_stacked_adam_cannot_reproduce():
 )
 def test_placement_config_rejects_bad_values(values, message):
     with pytest.raises(ValueError, match=message):
-        PlacementConfig(**values)
+        LearnerConfig(**values)
 
 
 def test_placement_config_from_sections():
     with pytest.raises(ValueError, match=r"unknown learner config key\(s\) \['num_gpu'\]"):
-        PlacementConfig.from_config({"num_gpu": 1})
-    from_dataclass = PlacementConfig.from_config(LearnerConfig(device="cpu", num_threads=2))
+        LearnerConfig.from_config({"num_gpu": 1})
+    from_dataclass = LearnerConfig.from_config(LearnerConfig(device="cpu", num_threads=2))
     assert (from_dataclass.device, from_dataclass.num_threads, from_dataclass.num_learners) == ("cpu", 2, 1)
+    from league.config import RunConfig
+
+    assert type(RunConfig().learner) is LearnerConfig  # one learner config: the run's section is learn's
 
 
 @pytest.mark.parametrize("path", sorted(Path(__file__).parents[1].glob("configs/learner/*.yaml")), ids=lambda p: p.stem)
 def test_learner_config_files_are_valid_placements(path):
     from omegaconf import OmegaConf
 
-    cfg = PlacementConfig.from_config(OmegaConf.to_container(OmegaConf.load(path)))
+    cfg = LearnerConfig.from_config(OmegaConf.to_container(OmegaConf.load(path)))
     assert len(resource_requests(cfg)) == cfg.num_learners
 
 
 def test_fractional_gpu_requests_compose():
-    four_share_one = PlacementConfig(device="cuda", num_learners=4, num_gpus_per_learner=0.25, num_cpus_per_learner=0.5)
+    four_share_one = LearnerConfig(device="cuda", num_learners=4, num_gpus_per_learner=0.25, num_cpus_per_learner=0.5)
     assert resource_requests(four_share_one) == [{"num_cpus": 0.5, "num_gpus": 0.25}] * 4
     assert gpus_needed(four_share_one) == 1
-    assert gpus_needed(PlacementConfig(device="cuda", num_learners=5, num_gpus_per_learner=0.25)) == 2
-    assert gpus_needed(PlacementConfig(device="cuda", num_learners=4, num_gpus_per_learner=0.3)) == 2  # 3 fit on one GPU
-    assert gpus_needed(PlacementConfig(device="cuda", num_learners=3, num_gpus_per_learner=0.3333)) == 1
-    assert gpus_needed(PlacementConfig(device="cuda", num_learners=1, num_gpus_per_learner=1)) == 1
-    assert gpus_needed(PlacementConfig(num_learners=8)) == 0
+    assert gpus_needed(LearnerConfig(device="cuda", num_learners=5, num_gpus_per_learner=0.25)) == 2
+    assert gpus_needed(LearnerConfig(device="cuda", num_learners=4, num_gpus_per_learner=0.3)) == 2  # 3 fit on one GPU
+    assert gpus_needed(LearnerConfig(device="cuda", num_learners=3, num_gpus_per_learner=0.3333)) == 1
+    assert gpus_needed(LearnerConfig(device="cuda", num_learners=1, num_gpus_per_learner=1)) == 1
+    assert gpus_needed(LearnerConfig(num_learners=8)) == 0
 
 
 def test_assign_policies_balances_by_size_and_honours_mapping():

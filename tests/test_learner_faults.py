@@ -24,7 +24,7 @@ from league.checkpoint import CheckpointError, write_checkpoint
 from league.envs import make_env
 from league.envs.base import AgentSpec
 from league.flow import PlanError
-from league.learn import Learner, LearnerGroup, PlacementConfig
+from league.learn import Learner, LearnerGroup, LearnerConfig
 from league.learn.learner_thread import LearnerThreadError
 from league.learn.recovery import LearnerDied, find_learner_died, restore_dead_learner, states_from_checkpoint
 from league.sampling import FixedMatchups, Sampler
@@ -239,10 +239,10 @@ def test_learner_died_is_found_inside_plan_errors_and_pickles():
 
 
 def test_on_failure_setting_is_validated():
-    assert PlacementConfig.from_config({"num_learners": 2}).on_failure == "restore"
-    assert PlacementConfig.from_config({"on_failure": "stop"}).on_failure == "stop"
+    assert LearnerConfig.from_config({"num_learners": 2}).on_failure == "restore"
+    assert LearnerConfig.from_config({"on_failure": "stop"}).on_failure == "stop"
     with pytest.raises(ValueError, match="learner.on_failure must be 'restore' or 'stop', got 'retry'"):
-        PlacementConfig.from_config({"on_failure": "retry"})
+        LearnerConfig.from_config({"on_failure": "retry"})
 
 
 def test_an_error_while_handling_a_learner_death_is_not_one():

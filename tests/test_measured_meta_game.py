@@ -22,7 +22,7 @@ from league.population.matchmaking import (
     pfsp_weights,
     solve_zero_sum,
 )
-from league.population.recipes import pfsp_role, psro_role
+from league.population.roles import pfsp_role, psro_role
 from league.sampling import Matchup
 
 AGENTS = ["player_0", "player_1"]

@@ -127,7 +127,7 @@ def test_learn_reduces_loss_and_raises_policy_probability_of_advantaged_action()
             C.VALUE_TARGETS: np.ones(n, np.float32),
         }
     )
-    from league.algos.base import PolicyState
+    from league.learn.algorithm import PolicyState
 
     stats = algo.learn(PolicyState(model, opt, rng), batch)
     assert stats["num_sgd_updates"] == 20 * 4
@@ -150,7 +150,7 @@ def test_unknown_algorithm_and_bad_params():
 
 
 def test_lr_anneals_linearly_over_updates():
-    from league.algos.base import PolicyState
+    from league.learn.algorithm import PolicyState
 
     algo = make_algorithm("ppo", SPEC, {"lr": 1e-3, "lr_final": 0.0, "lr_anneal_updates": 4, "num_epochs": 1, "minibatch_size": 8})
     model = algo.make_model()

@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from league.algos import APPO, DQN, IMPALA, PPO, make_algorithm
-from league.algos.base import Algorithm, PolicyState, add_version_buffer
+from league.learn.algorithm import Algorithm, PolicyState, add_version_buffer
 from league.algos.dqn import NEXT_ACTION_MASK, IntensityGatedReplay
 from league.algos.sgd import minibatch_bounds
 from league.algos.vtrace import chunk_ends, vtrace

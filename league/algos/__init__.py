@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from league.algos.a2c import A2C, A2CConfig
-from league.algos.base import Algorithm, PolicyState
+from league.learn.algorithm import Algorithm, PolicyState
 from league.algos.dqn import DQN, DQNConfig
 from league.algos.impala import APPO, IMPALA, APPOConfig, IMPALAConfig
 from league.algos.ppo import PPO, PPOConfig

@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from league.algos.actor_critic import GAEActorCritic
-from league.algos.base import PolicyState, batch_to_tensors
+from league.learn.algorithm import PolicyState, batch_to_tensors
 from league.algos.distributions import entropy, log_prob, masked_log_probs
 from league.algos.sgd import check_max_policy_lag
 from league.batch import Columns as C

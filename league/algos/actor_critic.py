@@ -2,7 +2,7 @@
 
 Their configs all carry ``model`` and ``model_kwargs``; the sampler-side policy samples
 masked actions and reports ``action_logp`` and ``vf_preds``. Every model carries the
-weights-version buffer (:func:`~league.algos.base.add_version_buffer`), so samplers can
+weights-version buffer (:func:`~league.learn.algorithm.add_version_buffer`), so samplers can
 stamp each row with the version of the weights that produced it. PPO and A2C also share
 their sampler-side postprocessing (:class:`GAEActorCritic`).
 """
@@ -14,7 +14,7 @@ from collections.abc import Mapping
 import numpy as np
 from torch import nn
 
-from league.algos.base import Algorithm, add_version_buffer
+from league.learn.algorithm import Algorithm, add_version_buffer
 from league.algos.models import build_model
 from league.algos.postprocessing import compute_gae
 from league.algos.torch_policy import ActorCriticPolicy

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from league.algos.base import Algorithm
+from league.learn.algorithm import Algorithm
 
 __all__ = ["build_multi_policy_plan", "MERGE_MODES"]
 

@@ -38,13 +38,13 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from league.algos.base import Algorithm, PolicyState, add_version_buffer, batch_to_tensors
+from league.learn.algorithm import Algorithm, PolicyState, add_version_buffer, batch_to_tensors
 from league.algos.q_models import build_q_model, masked_argmax
 from league.algos.q_policy import EpsilonGreedyQPolicy
 from league.algos.schedules import LinearSchedule, Schedule
 from league.batch import Columns as C
 from league.batch import MultiAgentBatch, SampleBatch
-from league.flow.actors import call
+from league.runtime.actors import call
 from league.flow.stages import Operator
 from league.replay import MultiAgentReplayBuffer, PrioritizedReplayBuffer, ReplayBuffer
 from league.sampling.versioning import WEIGHTS_VERSION

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import torch
 
-from league.algos.base import PolicyState
+from league.learn.algorithm import PolicyState
 from league.algos.sgd import minibatch_bounds
 from league.batch import SampleBatch
 from league.learn.stacking import StackedModels, stack_columns, to_device

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from league.algos.base import PolicyState
+from league.learn.algorithm import PolicyState
 
 __all__ = ["minibatch_sgd", "minibatch_bounds", "check_minibatch_size", "check_max_policy_lag"]
 

@@ -15,10 +15,11 @@ broadcast, and a plan is a lazy :class:`LocalIterator` stepped in the driver::
     report = next(plan)  # one iteration's metrics
 
 Errors inside an operator or a remote actor surface as :class:`PlanError` naming the
-operator and its path. Operators know nothing algorithm-specific.
+operator and its path. Operators know nothing algorithm-specific. Calling actors and
+local objects alike, and surviving sampler restarts, is the runtime layer's
+(:mod:`league.runtime`), below this one.
 """
 
-from league.flow.actors import call, call_all, is_ray_actor
 from league.flow.errors import PlanError, PlanStalledError
 from league.flow.iterators import Concurrently, LocalIterator
 from league.flow.metrics import (
@@ -29,6 +30,7 @@ from league.flow.metrics import (
     NUM_ENV_STEPS_SAMPLED,
     NUM_ENV_STEPS_STORED,
     NUM_ENV_STEPS_TRAINED,
+    NUM_SAMPLER_RESTARTS,
     NUM_TARGET_UPDATES,
     NUM_WEIGHT_BROADCASTS,
     NUM_WEIGHT_BROADCASTS_COALESCED,
@@ -86,9 +88,6 @@ __all__ = [
     "BroadcastWeights",
     "StandardMetricsReporting",
     "summarize_episodes",
-    "call",
-    "call_all",
-    "is_ray_actor",
     "NUM_ENV_STEPS_SAMPLED",
     "NUM_AGENT_STEPS_SAMPLED",
     "NUM_ENV_STEPS_TRAINED",
@@ -99,4 +98,5 @@ __all__ = [
     "LAST_TARGET_UPDATE_STEP",
     "NUM_WEIGHT_BROADCASTS",
     "NUM_WEIGHT_BROADCASTS_COALESCED",
+    "NUM_SAMPLER_RESTARTS",
 ]

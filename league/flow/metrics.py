@@ -28,6 +28,7 @@ __all__ = [
     "NUM_WEIGHT_BROADCASTS",
     "NUM_WEIGHT_BROADCASTS_COALESCED",
     "NUM_LEARNER_UPDATES",
+    "NUM_SAMPLER_RESTARTS",
 ]
 
 NUM_ENV_STEPS_SAMPLED = "num_env_steps_sampled"
@@ -43,6 +44,9 @@ NUM_WEIGHT_BROADCASTS = "num_weight_broadcasts"
 NUM_LEARNER_UPDATES = "num_learner_updates"
 #: Broadcasts skipped because earlier ones were still unapplied (the next one carries newer weights).
 NUM_WEIGHT_BROADCASTS_COALESCED = "num_weight_broadcasts_coalesced"
+#: Sampler actors found restarted by Ray (see :mod:`league.runtime.recovery`); per sampler
+#: index in ``metrics.info["sampler_restarts"]``.
+NUM_SAMPLER_RESTARTS = "num_sampler_restarts"
 
 
 @dataclass

@@ -7,10 +7,10 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from league.flow.actors import call_all
 from league.flow.iterators import LocalIterator
 from league.flow.metrics import NUM_AGENT_STEPS_SAMPLED, NUM_ENV_STEPS_SAMPLED, NUM_ENV_STEPS_TRAINED, PlanMetrics
 from league.flow.stages import Operator
+from league.runtime.actors import call_all
 
 __all__ = ["StandardMetricsReporting", "summarize_episodes"]
 

@@ -2,7 +2,7 @@
 
 Sources never wait long: when nothing has arrived they yield :data:`NOT_READY`, so a
 ``Concurrently`` merge can interleave them with other branches in one driver thread.
-``ParallelRollouts`` over Ray actors survives sampler restarts (:mod:`league.flow.recovery`).
+``ParallelRollouts`` over Ray actors survives sampler restarts (:mod:`league.runtime.recovery`).
 """
 
 from __future__ import annotations
@@ -13,15 +13,34 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from league.batch import MultiAgentBatch, SampleBatch
-from league.flow.actors import call, call_all, check_same_kind, submit
 from league.flow.iterators import LocalIterator
-from league.flow.metrics import NUM_AGENT_STEPS_SAMPLED, NUM_ENV_STEPS_SAMPLED, PlanMetrics
-from league.flow.recovery import RecoveringSourceStage, RestartingSamplers
+from league.flow.metrics import NUM_AGENT_STEPS_SAMPLED, NUM_ENV_STEPS_SAMPLED, NUM_SAMPLER_RESTARTS, PlanMetrics
 from league.flow.stages import NOT_READY, SourceStage
+from league.runtime.actors import call, call_all, check_same_kind, submit
+from league.runtime.recovery import RestartingSamplers
 
 __all__ = ["ParallelIterator", "ParallelRollouts", "Replay", "Dequeue"]
 
 _MODES = ("bulk_sync", "async", "raw")
+
+
+class RecoveringSourceStage(SourceStage):
+    """A source over :class:`~league.runtime.recovery.RestartingSamplers` that counts
+    their restarts into the plan's metrics on every pull."""
+
+    def __init__(self, samplers: RestartingSamplers, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.samplers = samplers
+
+    def pull(self, metrics: PlanMetrics) -> Any:
+        try:
+            return super().pull(metrics)
+        finally:
+            new = self.samplers.pop_new_restarts()
+            if new:
+                metrics.counters[NUM_SAMPLER_RESTARTS] += new
+            if self.samplers.restarts:
+                metrics.info["sampler_restarts"] = dict(self.samplers.restarts)
 
 
 class _LastSource:
@@ -143,13 +162,13 @@ def ParallelRollouts(  # noqa: N802 - named like an operator, as plans read
     ``num_agent_steps_sampled`` into the plan's metrics, for the batches they yield.
 
     Ray sampler actors that die and are restarted by Ray are survived (see
-    :mod:`league.flow.recovery`): the lost fragment is discarded, uncounted; the hooks
-    registered with :func:`~league.flow.recovery.on_sampler_restart` (``BroadcastWeights``
+    :mod:`league.runtime.recovery`): the lost fragment is discarded, uncounted; the hooks
+    registered with :func:`~league.runtime.recovery.on_sampler_restart` (``BroadcastWeights``
     registers one re-sending weights) run before the sampler is asked again; restarts
     are counted as ``num_sampler_restarts`` and listed per sampler index in
     ``metrics.info["sampler_restarts"]``. A sampler dead for good, or without a usable
     fragment ``restart_timeout_s`` seconds after its restart was noticed, raises
-    :class:`~league.flow.recovery.SamplerDiedError` (in a ``PlanError``).
+    :class:`~league.runtime.recovery.SamplerDiedError` (in a ``PlanError``).
     """
     samplers = list(samplers)
     if not samplers:
@@ -172,7 +191,10 @@ def ParallelRollouts(  # noqa: N802 - named like an operator, as plans read
             return LocalIterator(RecoveringSourceStage(restarting, rounds, "ParallelRollouts", label,
                                                        on_item=_count_sampled))
         stage: SourceStage = RecoveringSourceStage(
-            restarting, lambda: restarting.stream(num_async, poll_s, last), "ParallelRollouts", label,
+            restarting,
+            lambda: (NOT_READY if batch is None else batch for batch in restarting.stream(num_async, poll_s, last)),
+            "ParallelRollouts",
+            label,
             on_item=_count_sampled, source_of_last=last,
         )
         return LocalIterator(stage)

@@ -1,6 +1,6 @@
 """Operators that drive learners: training steps, gradients, target networks, weight broadcast.
 
-Learners and samplers may be Ray actors or local objects (see :mod:`league.flow.actors`).
+Learners and samplers may be Ray actors or local objects (see :mod:`league.runtime.actors`).
 The learner contract: ``learn_on_batch(batch, policy_ids) -> {policy_id: {stat: float}}``,
 ``get_weights(policy_ids) -> {policy_id: {name: ndarray}}``, and, for the operators that
 use them, ``compute_gradients(batch)``, ``apply_gradients(grads)`` and
@@ -13,7 +13,6 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 from league.batch import MultiAgentBatch
-from league.flow.actors import call, is_ray_actor, submit
 from league.flow.metrics import (
     LAST_TARGET_UPDATE_STEP,
     NUM_AGENT_STEPS_TRAINED,
@@ -25,8 +24,9 @@ from league.flow.metrics import (
     NUM_WEIGHT_BROADCASTS_COALESCED,
     PlanMetrics,
 )
-from league.flow.recovery import on_sampler_restart
 from league.flow.stages import Operator
+from league.runtime.actors import call, is_ray_actor, submit
+from league.runtime.recovery import on_sampler_restart
 
 __all__ = ["TrainResult", "Gradients", "TrainOneStep", "ComputeGradients", "ApplyGradients", "UpdateTargetNetwork", "BroadcastWeights"]
 
@@ -202,7 +202,7 @@ class BroadcastWeights(Operator):
     failed ``set_weights`` is raised at the next broadcast.
 
     A sampler actor that died is not an error here: it registers :meth:`resend` with
-    :func:`~league.flow.recovery.on_sampler_restart`, so ``ParallelRollouts`` re-sends the
+    :func:`~league.runtime.recovery.on_sampler_restart`, so ``ParallelRollouts`` re-sends the
     learner's weights to a restarted sampler before using its data again.
     """
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from league.flow.actors import resolve_lenient, share, submit
+from league.runtime.actors import resolve_lenient, share, submit
 from league.population.payoff import PayoffTable
 from league.sampling.matchups import Matchup, MatchupSource
 

@@ -1,8 +1,9 @@
 """The coordinated recipes (fsp, pfsp, psro, alphastar) as a :class:`TrainingLeague`.
 
 A :class:`~league.population.coordinator.LeagueCoordinator` (a Ray actor when samplers
-are, else a local object) holds the league's state and decisions. Samplers pull
-matchups from it in batches (:class:`~league.population.coordinator.MatchupBatch`);
+are, see :mod:`league.leagues.remote_coordinator`, else a local object) holds the
+league's state and decisions. Samplers pull matchups from it in batches
+(:class:`~league.sampling.matchups.MatchupBatch`);
 the driver reports finished episodes to it once per iteration and, after each
 iteration, hands it every learning player's sampled agent steps: for each snapshot due
 the driver loads the player's current weights on every sampler *before* the
@@ -30,20 +31,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from league.flow.actors import call, is_actor_death, is_ray_actor, resolve_lenient, submit
 from league.leagues.base import TrainingLeague, Weights, load_frozen_policies
-from league.population.coordinator import (
-    LeagueCoordinator,
-    MatchupBatch,
-    ResetAction,
-    SnapshotAction,
-    make_remote_coordinator,
-    remote_refill,
-)
+from league.leagues.remote_coordinator import make_remote_coordinator, remote_refill
+from league.population.coordinator import LeagueCoordinator, ResetAction, SnapshotAction
 from league.population.evaluation import EvaluationScheduler
 from league.population.payoff import PayoffTable
 from league.population.recipes import LeagueRecipe
-from league.sampling.matchups import Matchup, MatchupSource
+from league.runtime.actors import call, is_actor_death, is_ray_actor, resolve_lenient, submit
+from league.sampling.matchups import Matchup, MatchupBatch, MatchupSource
 
 __all__ = ["CoordinatedLeague", "steps_counter"]
 

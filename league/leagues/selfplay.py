@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from league.flow.actors import resolve_lenient, submit
+from league.runtime.actors import resolve_lenient, submit
 from league.flow.metrics import NUM_AGENT_STEPS_SAMPLED
 from league.leagues.base import TrainingLeague, Weights, load_frozen_policies
 from league.population.payoff import PayoffTable

@@ -27,9 +27,9 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from league.algos.base import Algorithm, read_version
+from league.learn.algorithm import Algorithm, read_version
 from league.batch import MultiAgentBatch
-from league.flow.actors import call, call_all, resolve, submit
+from league.runtime.actors import call, call_all, resolve, submit
 from league.learn.learner import Learner
 from league.learn.staleness import select_fresh_rows
 

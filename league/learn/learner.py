@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from league.algos.base import Algorithm, PolicyState, read_version, write_version
+from league.learn.algorithm import Algorithm, PolicyState, read_version, write_version
 from league.batch import MultiAgentBatch, SampleBatch
 from league.learn.stacking import stack_signature
 from league.learn.staleness import FreshRows, select_fresh_rows

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from league.batch import MultiAgentBatch
-from league.flow.actors import call
+from league.runtime.actors import call
 from league.flow.iterators import LocalIterator
 from league.flow.metrics import NUM_AGENT_STEPS_TRAINED, NUM_ENV_STEPS_TRAINED, PlanMetrics
 from league.flow.stages import NOT_READY, SourceStage

@@ -1,6 +1,6 @@
 """Placing learners: Ray actors with resource requests, and policies assigned to them.
 
-:class:`PlacementConfig` is the ``learner:`` section of the Hydra config, validated;
+:class:`LearnerConfig` is the ``learner:`` section of the run config, validated;
 :func:`resource_requests` and :func:`gpus_needed` turn it into Ray actor options (GPU
 shares may be fractional: four learners at 0.25 share one GPU). :func:`assign_policies`
 places policies by an explicit mapping or balanced by parameter count.
@@ -24,26 +24,28 @@ from typing import Any
 import numpy as np
 import torch
 
-from league.algos.base import Algorithm
+from league.learn.algorithm import Algorithm
 from league.batch import MultiAgentBatch
-from league.flow.actors import submit
+from league.runtime.actors import submit
 from league.learn.learner import Learner
 from league.learn.recovery import LearnerDied, check_states, gather, kill_learner
 
-__all__ = ["PlacementConfig", "resource_requests", "gpus_needed", "assign_policies", "LearnerGroup"]
+__all__ = ["LearnerConfig", "resource_requests", "gpus_needed", "assign_policies", "LearnerGroup"]
 
 #: Ray accounts fractional resources in steps of 1e-4.
 _RAY_RESOURCE_STEP = 1e-4
 
 
 @dataclass
-class PlacementConfig:
-    """The ``learner:`` config section: device, actors, resources per actor, policy assignment.
+class LearnerConfig:
+    """The ``learner:`` config section (``RunConfig.learner``): where policies are updated.
 
-    ``assignment`` is ``"auto"`` (balanced by parameter count) or ``{policy_id: learner
-    index}`` for the policies it names (the others are balanced). ``on_failure`` is what
-    the trainer does when a learner actor dies: ``"restore"`` its policies from the last
-    checkpoint and go on, or ``"stop"`` the run.
+    One in-process learner by default; several learner actors (with CPU/GPU shares) when
+    ``num_learners > 1`` or the device is ``cuda``. ``assignment`` is ``"auto"``
+    (balanced by parameter count) or ``{policy_id: learner index}`` for the policies it
+    names (the others are balanced). ``on_failure`` is what the trainer does when a
+    learner actor dies: ``"restore"`` its policies from the last checkpoint and go on, or
+    ``"stop"`` the run. Validated on construction.
     """
 
     device: str = "cpu"
@@ -51,8 +53,11 @@ class PlacementConfig:
     num_learners: int = 1
     num_cpus_per_learner: float = 1.0
     num_gpus_per_learner: float = 0.0
-    assignment: Any = "auto"
+    assignment: Any = "auto"  # "auto" (balanced by size) or {policy_id: learner index}
+    # Inert under league-train (its plan trains one policy per learn_on_batch call); the
+    # vmapped multi-policy update is a Learner Python-API feature (Learner(stack_same_shaped=...)).
     stack_same_shaped: bool = True
+    # A learner actor that dies: "restore" its policies from the last checkpoint, or "stop".
     on_failure: str = "restore"
 
     def __post_init__(self) -> None:
@@ -91,8 +96,8 @@ class PlacementConfig:
                     )
 
     @classmethod
-    def from_config(cls, section: Any) -> PlacementConfig:
-        """From a mapping (unknown keys -> ``ValueError``) or an object with these attributes (e.g. ``LearnerConfig``)."""
+    def from_config(cls, section: Any) -> LearnerConfig:
+        """From a mapping (unknown keys -> ``ValueError``) or an object with these attributes."""
         names = [f.name for f in dataclasses.fields(cls)]
         if isinstance(section, Mapping):
             unknown = sorted(set(section) - set(names))
@@ -106,12 +111,12 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def resource_requests(cfg: PlacementConfig) -> list[dict[str, float]]:
+def resource_requests(cfg: LearnerConfig) -> list[dict[str, float]]:
     """Ray actor options (``num_cpus``, ``num_gpus``) for each learner actor."""
     return [{"num_cpus": float(cfg.num_cpus_per_learner), "num_gpus": float(cfg.num_gpus_per_learner)} for _ in range(cfg.num_learners)]
 
 
-def gpus_needed(cfg: PlacementConfig) -> int:
+def gpus_needed(cfg: LearnerConfig) -> int:
     """Whole GPUs the learners need: a fractional share never spans two GPUs (0.3 each: 3 per GPU)."""
     share = cfg.num_gpus_per_learner
     if share == 0:
@@ -189,9 +194,9 @@ class LearnerGroup:
         self._mapping_checked = False
 
     @classmethod
-    def from_config(cls, cfg: PlacementConfig | Mapping[str, Any] | Any, seed: int = 0, remote: bool = True) -> LearnerGroup:
+    def from_config(cls, cfg: LearnerConfig | Mapping[str, Any] | Any, seed: int = 0, remote: bool = True) -> LearnerGroup:
         """Learners as the config says: Ray actors with its resource requests, or local objects."""
-        cfg = cfg if isinstance(cfg, PlacementConfig) else PlacementConfig.from_config(cfg)
+        cfg = cfg if isinstance(cfg, LearnerConfig) else LearnerConfig.from_config(cfg)
         kwargs = {"device": cfg.device, "seed": seed, "num_threads": cfg.num_threads, "stack_same_shaped": cfg.stack_same_shaped}
         if not remote:
             make: Callable[[int], Any] = lambda _index: Learner(**kwargs)  # noqa: E731

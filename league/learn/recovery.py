@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from league.checkpoint import CheckpointError, find_checkpoint, read_checkpoint
-from league.flow.actors import is_actor_death, is_ray_actor, resolve, share, submit
+from league.runtime.actors import is_actor_death, is_ray_actor, resolve, share, submit
 
 __all__ = [
     "LearnerDied",

@@ -99,19 +99,19 @@ class FreshRowsLearner:
 
     def learn_on_batch(self, batch: MultiAgentBatch, policy_ids: list[str] | None = None, **kwargs: Any) -> Any:
         """The learner's update on the fresh rows of ``batch``."""
-        from league.flow.actors import call
+        from league.runtime.actors import call
 
         return call(self.learner, "learn_on_batch", batch, policy_ids, drop_stale_rows=True, **kwargs)
 
     def compute_gradients(self, batch: MultiAgentBatch, policy_ids: list[str] | None = None) -> Any:
         """The learner's gradients on the fresh rows of ``batch``."""
-        from league.flow.actors import call
+        from league.runtime.actors import call
 
         return call(self.learner, "compute_gradients", batch, policy_ids, drop_stale_rows=True)
 
     def apply_gradients(self, grads: Any) -> Any:
         """Passed to the learner unchanged."""
-        from league.flow.actors import call
+        from league.runtime.actors import call
 
         return call(self.learner, "apply_gradients", grads)
 

@@ -7,21 +7,14 @@ PFSP, Nash/PSRO); a :class:`RatingTable` tracks Elo or TrueSkill over time. Ever
 stateful piece round-trips through plain JSON-able dicts (``to_dict``/``from_dict``).
 
 On top of these, :class:`Role` recipes (AlphaStar's main agents, main and league
-exploiters, plain self-play and FSP) say whom each learning player trains against and
-when it is snapshot or reset; a :class:`LeagueCoordinator` (optionally a Ray actor)
-runs them, and an :class:`EvaluationScheduler` picks the least-measured pairs for
-evaluation games. Exact exploitability in OpenSpiel games lives in
+exploiters, plain self-play, FSP, PFSP and PSRO) say whom each learning player trains
+against and when it is snapshot or reset; a :class:`LeagueCoordinator` runs them (the
+league layer, :mod:`league.leagues`, runs it as a Ray actor when samplers are actors),
+and an :class:`EvaluationScheduler` picks the least-measured pairs for evaluation games. Exact exploitability in OpenSpiel games lives in
 :mod:`league.population.exploitability` (imported on its own: it needs ``open_spiel``).
 """
 
-from league.population.coordinator import (
-    LeagueCoordinator,
-    MatchupBatch,
-    ResetAction,
-    SnapshotAction,
-    make_remote_coordinator,
-    remote_refill,
-)
+from league.population.coordinator import LeagueCoordinator, ResetAction, SnapshotAction
 from league.population.evaluation import EvaluationPair, EvaluationScheduler, beta_variance
 from league.population.matchmaking import (
     PFSP_WEIGHTINGS,
@@ -61,7 +54,9 @@ from league.population.roles import (
     league_exploiter_role,
     main_agent_role,
     main_exploiter_role,
+    pfsp_role,
     pool_members,
+    psro_role,
     self_play_role,
 )
 from league.population.scripted import ConnectFourNegamaxPolicy, TicTacToeMinimaxPolicy
@@ -72,7 +67,6 @@ __all__ = [
     "EvaluationPair",
     "EvaluationScheduler",
     "LeagueCoordinator",
-    "MatchupBatch",
     "OpponentBranch",
     "OpponentPool",
     "ResetAction",
@@ -85,9 +79,9 @@ __all__ = [
     "league_exploiter_role",
     "main_agent_role",
     "main_exploiter_role",
-    "make_remote_coordinator",
+    "pfsp_role",
     "pool_members",
-    "remote_refill",
+    "psro_role",
     "self_play_role",
     "Matchmaker",
     "NashMatchmaker",

@@ -1,15 +1,16 @@
 """The league coordinator: who plays whom, what the results say, when to snapshot.
 
-:class:`LeagueCoordinator` is a plain object (wrap it as a Ray actor with
-:func:`make_remote_coordinator`) holding the league's whole state: the
+:class:`LeagueCoordinator` is a plain object, free of Ray (the league layer runs it as
+a Ray actor: :func:`league.leagues.remote_coordinator.make_remote_coordinator`), holding
+the league's whole state: the
 :class:`Population`, the :class:`PayoffTable`, Elo and TrueSkill :class:`RatingTable` s,
 the :class:`Role` of every learning player, and one random generator. Its protocol:
 
 * :meth:`~LeagueCoordinator.next_matchups` hands out matchups in batches, one per
   episode: learning players take turns, each draws an opponent from its role and a
   random seat; only the learning player's seat learns (both when it plays itself).
-  Samplers consume a batch through :class:`MatchupBatch`, which can refill itself
-  from the coordinator.
+  Samplers consume a batch through :class:`~league.sampling.matchups.MatchupBatch`,
+  which can refill itself from the coordinator.
 * :meth:`~LeagueCoordinator.next_evaluation` hands out evaluation matchups (no seat
   learns): first the games the roles' solvers still need to measure their meta-game
   (:meth:`~LeagueCoordinator.meta_game_pairs`, e.g. a new PSRO snapshot against the
@@ -32,9 +33,8 @@ distinct policy ids. The whole state round-trips through :meth:`state_dict` /
 from __future__ import annotations
 
 import numbers
-import warnings
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,15 +45,12 @@ from league.population.payoff import OUTCOMES, PayoffTable
 from league.population.players import Player, Population
 from league.population.ratings import Elo, RatingTable, TrueSkill
 from league.population.roles import Role, alphastar_roles
-from league.sampling.matchups import Matchup, MatchupSource
+from league.sampling.matchups import Matchup, MatchupBatch
 
 __all__ = [
     "LeagueCoordinator",
-    "MatchupBatch",
     "ResetAction",
     "SnapshotAction",
-    "make_remote_coordinator",
-    "remote_refill",
 ]
 
 _RATING_KINDS = ("elo", "trueskill")
@@ -75,65 +72,6 @@ class ResetAction:
     player_id: str
     source_id: str | None
     step: int
-
-
-class MatchupBatch(MatchupSource):
-    """A :class:`MatchupSource` that hands out precomputed matchups in order.
-
-    When the batch runs out it asks ``refill(refill_size)`` for a new one (e.g.
-    :func:`remote_refill` of a coordinator actor); without ``refill``, or when a refill
-    fails (counted in :attr:`refill_failures`), it starts over from the first matchup
-    and counts the wrap in :attr:`wraps`.
-    """
-
-    def __init__(
-        self,
-        matchups: Sequence[Matchup],
-        refill: Callable[[int], Sequence[Matchup]] | None = None,
-        refill_size: int | None = None,
-    ) -> None:
-        self._matchups = list(matchups)
-        if not self._matchups and refill is None:
-            raise ValueError("MatchupBatch needs matchups or a refill callable")
-        if not all(isinstance(m, Matchup) for m in self._matchups):
-            raise TypeError("MatchupBatch takes Matchup objects")
-        self.refill = refill
-        self.refill_size = int(refill_size or max(len(self._matchups), 1))
-        self._position = 0
-        self.wraps = 0
-        self.refill_failures = 0
-
-    def _refill(self) -> bool:
-        """Fetch a new batch; on failure (e.g. the coordinator actor died) keep the old one.
-
-        Sampling must not stop because the league is briefly away: the driver restores
-        the coordinator and sends a fresh source; meanwhile the last batch is replayed.
-        """
-        try:
-            matchups = list(self.refill(self.refill_size))  # type: ignore[misc]
-        except Exception as err:  # noqa: BLE001 - any failure of the remote call
-            self.refill_failures += 1
-            if self.refill_failures == 1:
-                warnings.warn(f"matchup refill failed, replaying the last batch: {err!r}", stacklevel=3)
-            return False
-        if not matchups:
-            raise RuntimeError("MatchupBatch refill returned no matchups")
-        self._matchups = matchups
-        return True
-
-    def next_matchup(self, agents: Sequence[str], episode_index: int, rng: np.random.Generator) -> Matchup:
-        """The next matchup of the batch (see the class docstring when it runs out)."""
-        if self._position >= len(self._matchups):
-            if self.refill is None or not self._refill():
-                if not self._matchups:
-                    raise RuntimeError("MatchupBatch has no matchups: its first refill failed")
-                self.wraps += 1
-            self._position = 0
-        matchup = self._matchups[self._position]
-        self._position += 1
-        if set(matchup.policies) != set(agents):
-            raise ValueError(f"matchup seats {sorted(matchup.policies)} do not match the env's agents {sorted(agents)}")
-        return matchup
 
 
 class LeagueCoordinator:
@@ -447,31 +385,3 @@ class LeagueCoordinator:
 
 def _flip(outcome: str) -> str:
     return {"win": "loss", "loss": "win"}.get(outcome, outcome)
-
-
-class _RemoteRefill:
-    """Picklable ``refill(k)`` that asks a coordinator actor for ``k`` matchups."""
-
-    def __init__(self, coordinator: Any) -> None:
-        self.coordinator = coordinator
-
-    def __call__(self, k: int) -> list[Matchup]:
-        import ray
-
-        return ray.get(self.coordinator.next_matchups.remote(k))
-
-
-def remote_refill(coordinator: Any) -> Callable[[int], list[Matchup]]:
-    """A :class:`MatchupBatch` refill that pulls batches from a coordinator actor."""
-    return _RemoteRefill(coordinator)
-
-
-def make_remote_coordinator(num_cpus: float = 0, **kwargs: Any) -> Any:
-    """A Ray actor running :class:`LeagueCoordinator` (kwargs as for its constructor).
-
-    ``num_cpus=0`` by default: the coordinator is bookkeeping, it should not hold a core.
-    """
-    import ray
-
-    # No task events: the GCS would keep a record of every refill and report call.
-    return ray.remote(num_cpus=num_cpus, enable_task_events=False)(LeagueCoordinator).remote(**kwargs)

@@ -14,7 +14,8 @@ A recipe names who learns and how each learning player picks opponents:
 
 Every recipe other than ``selfplay`` runs on a
 :class:`~league.population.coordinator.LeagueCoordinator`; :func:`build_league`
-returns its roles and initial players. Each role's parameters can be overridden per
+returns its roles (made by the factories of :mod:`league.population.roles`) and initial
+players. Each role's parameters can be overridden per
 role name under ``league.roles`` (e.g. ``league.roles.main.pfsp=0.6``); an unknown
 parameter is an error naming it.
 """
@@ -31,66 +32,20 @@ from league.population.roles import (
     LEAGUE_EXPLOITER,
     MAIN,
     MAIN_EXPLOITER,
-    OpponentBranch,
-    OpponentPool,
     Role,
-    SnapshotRule,
     fictitious_self_play_role,
     league_exploiter_role,
     main_agent_role,
     main_exploiter_role,
+    pfsp_role,
+    psro_role,
 )
 
-__all__ = ["RECIPES", "SCRIPTED_PLAYERS", "LeagueRecipe", "build_league", "learning_player_ids", "pfsp_role", "psro_role"]
+__all__ = ["RECIPES", "SCRIPTED_PLAYERS", "LeagueRecipe", "build_league", "learning_player_ids"]
 
 RECIPES: tuple[str, ...] = ("selfplay", "fsp", "pfsp", "psro", "alphastar")
 #: Scripted players a league may hold (``negamax``: connect four, ``minimax``: tic-tac-toe).
 SCRIPTED_PLAYERS: tuple[str, ...] = ("random", "negamax", "minimax")
-
-
-def pfsp_role(snapshot_every: int, self_play: float = 0.2, weighting: str = "hard", p: float = 2.0) -> Role:
-    """Prioritised fictitious self-play: a ``self_play`` share against itself, the rest by
-    PFSP (``weighting``, exponent ``p``) over every frozen player (snapshots and scripted)."""
-    return Role(
-        (
-            OpponentBranch(self_play, (OpponentPool("self"),), "self_play"),
-            OpponentBranch(1.0 - self_play, (OpponentPool("frozen", "pfsp", weighting, p),), "pfsp"),
-        ),
-        SnapshotRule(every_steps=snapshot_every),
-    )
-
-
-def psro_role(
-    snapshot_every: int,
-    self_play: float = 0.0,
-    utility: str = "win_rate",
-    reset_probability: float = 1.0,
-    noise_tolerance: float = 1.0,
-) -> Role:
-    """PSRO with an RL best response: opponents drawn from the Nash mixture of the frozen
-    players' measured meta-game (``utility``: ``"win_rate"`` or ``"return"``), a
-    ``self_play`` share against itself. Every snapshot adds a strategy to the meta-game;
-    with ``reset_probability`` 1 (PSRO proper) the next best response then trains from the
-    initial policy again, with 0 the same policy keeps training (cheaper, but a policy
-    that has become nearly deterministic explores too little to find new best responses).
-
-    The Nash is solved only over measured entries; a snapshot not yet measured against
-    the others keeps a uniform share, and the league plays the evaluation games it needs
-    (see :class:`~league.population.matchmaking.NashMatchmaker`). ``noise_tolerance``:
-    win rates closer than this many posterior standard deviations count as ties, and the
-    least concentrated of the near-equilibria is played (0: the exact solve)."""
-    return Role(
-        (
-            OpponentBranch(self_play, (OpponentPool("self"),), "self_play"),
-            OpponentBranch(
-                1.0 - self_play,
-                (OpponentPool("frozen", "nash", utility=utility, noise_tolerance=noise_tolerance),),
-                "meta_nash",
-            ),
-        ),
-        SnapshotRule(every_steps=snapshot_every),
-        reset_probability=reset_probability,
-    )
 
 
 _FACTORIES: dict[str, dict[str, Callable[..., Role]]] = {

@@ -22,9 +22,11 @@ Pools are named by strings so recipes fit in a config file:
 A role also names the payoff pairs its matchmakers read but the table has not measured
 yet (:meth:`Role.needed_pairs`); the coordinator plays evaluation games for them.
 
-AlphaStar's three roles (:func:`main_agent_role`, :func:`main_exploiter_role`,
-:func:`league_exploiter_role`) and the two plain recipes (:func:`self_play_role`,
-:func:`fictitious_self_play_role`) are built from these pieces.
+Every role factory lives here, built from these pieces: AlphaStar's three roles
+(:func:`main_agent_role`, :func:`main_exploiter_role`, :func:`league_exploiter_role`),
+plain self-play and fictitious self-play (:func:`self_play_role`,
+:func:`fictitious_self_play_role`), prioritised FSP (:func:`pfsp_role`) and PSRO
+(:func:`psro_role`). :mod:`league.population.recipes` picks them from configuration.
 """
 
 from __future__ import annotations
@@ -60,7 +62,9 @@ __all__ = [
     "league_exploiter_role",
     "main_agent_role",
     "main_exploiter_role",
+    "pfsp_role",
     "pool_members",
+    "psro_role",
     "self_play_role",
 ]
 
@@ -372,6 +376,51 @@ def fictitious_self_play_role(snapshot_every: int, self_play: float = 0.0) -> Ro
             OpponentBranch(1.0 - self_play, (OpponentPool("own_snapshots"),), "fsp"),
         ),
         SnapshotRule(every_steps=snapshot_every),
+    )
+
+
+def pfsp_role(snapshot_every: int, self_play: float = 0.2, weighting: str = "hard", p: float = 2.0) -> Role:
+    """Prioritised fictitious self-play: a ``self_play`` share against itself, the rest by
+    PFSP (``weighting``, exponent ``p``) over every frozen player (snapshots and scripted)."""
+    return Role(
+        (
+            OpponentBranch(self_play, (OpponentPool("self"),), "self_play"),
+            OpponentBranch(1.0 - self_play, (OpponentPool("frozen", "pfsp", weighting, p),), "pfsp"),
+        ),
+        SnapshotRule(every_steps=snapshot_every),
+    )
+
+
+def psro_role(
+    snapshot_every: int,
+    self_play: float = 0.0,
+    utility: str = "win_rate",
+    reset_probability: float = 1.0,
+    noise_tolerance: float = 1.0,
+) -> Role:
+    """PSRO with an RL best response: opponents drawn from the Nash mixture of the frozen
+    players' measured meta-game (``utility``: ``"win_rate"`` or ``"return"``), a
+    ``self_play`` share against itself. Every snapshot adds a strategy to the meta-game;
+    with ``reset_probability`` 1 (PSRO proper) the next best response then trains from the
+    initial policy again, with 0 the same policy keeps training (cheaper, but a policy
+    that has become nearly deterministic explores too little to find new best responses).
+
+    The Nash is solved only over measured entries; a snapshot not yet measured against
+    the others keeps a uniform share, and the league plays the evaluation games it needs
+    (see :class:`~league.population.matchmaking.NashMatchmaker`). ``noise_tolerance``:
+    win rates closer than this many posterior standard deviations count as ties, and the
+    least concentrated of the near-equilibria is played (0: the exact solve)."""
+    return Role(
+        (
+            OpponentBranch(self_play, (OpponentPool("self"),), "self_play"),
+            OpponentBranch(
+                1.0 - self_play,
+                (OpponentPool("frozen", "nash", utility=utility, noise_tolerance=noise_tolerance),),
+                "meta_nash",
+            ),
+        ),
+        SnapshotRule(every_steps=snapshot_every),
+        reset_probability=reset_probability,
     )
 
 

@@ -14,13 +14,13 @@ from typing import Any
 import torch
 
 from league.algos import make_algorithm
-from league.algos.base import Algorithm
+from league.learn.algorithm import Algorithm
 from league.algos.compose import build_multi_policy_plan
 from league.config import RunConfig
 from league.envs import make_env
 from league.envs.base import AgentSpec
-from league.flow.actors import is_ray_actor, resolve, share, submit
-from league.flow.recovery import on_sampler_restart
+from league.runtime.actors import is_ray_actor, resolve, share, submit
+from league.runtime.recovery import on_sampler_restart
 from league.learn import Learner, LearnerGroup
 from league.leagues import TrainingLeague
 from league.policy import RandomPolicyFactory

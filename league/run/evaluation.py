@@ -13,10 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from league.flow.actors import is_ray_actor, resolve_lenient, submit
+from league.runtime.actors import is_ray_actor, resolve_lenient, submit
 from league.leagues import TrainingLeague
-from league.population.coordinator import MatchupBatch
-from league.sampling import OpponentSampling
+from league.sampling import MatchupBatch, OpponentSampling
 
 __all__ = ["EpisodeFeed", "EvaluationRounds"]
 

@@ -8,13 +8,14 @@ sampler's source whenever the opponent distribution changes.
 
 from __future__ import annotations
 
+import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Matchup", "MatchupSource", "FixedMatchups", "FunctionMatchups", "OpponentSampling", "UniformMatchups"]
+__all__ = ["Matchup", "MatchupSource", "FixedMatchups", "FunctionMatchups", "OpponentSampling", "UniformMatchups", "MatchupBatch"]
 
 
 @dataclass(frozen=True)
@@ -103,3 +104,63 @@ class UniformMatchups(MatchupSource):
         """Independent uniform draws per seat."""
         picks = rng.integers(len(self.policy_ids), size=len(agents))
         return Matchup({a: self.policy_ids[int(k)] for a, k in zip(agents, picks)})
+
+
+class MatchupBatch(MatchupSource):
+    """A :class:`MatchupSource` that hands out precomputed matchups in order.
+
+    When the batch runs out it asks ``refill(refill_size)`` for a new one (a league
+    coordinator's ``next_matchups``, or
+    :func:`~league.leagues.remote_coordinator.remote_refill` of a coordinator actor);
+    without ``refill``, or when a refill fails (counted in :attr:`refill_failures`), it
+    starts over from the first matchup and counts the wrap in :attr:`wraps`.
+    """
+
+    def __init__(
+        self,
+        matchups: Sequence[Matchup],
+        refill: Callable[[int], Sequence[Matchup]] | None = None,
+        refill_size: int | None = None,
+    ) -> None:
+        self._matchups = list(matchups)
+        if not self._matchups and refill is None:
+            raise ValueError("MatchupBatch needs matchups or a refill callable")
+        if not all(isinstance(m, Matchup) for m in self._matchups):
+            raise TypeError("MatchupBatch takes Matchup objects")
+        self.refill = refill
+        self.refill_size = int(refill_size or max(len(self._matchups), 1))
+        self._position = 0
+        self.wraps = 0
+        self.refill_failures = 0
+
+    def _refill(self) -> bool:
+        """Fetch a new batch; on failure (e.g. the coordinator actor died) keep the old one.
+
+        Sampling must not stop because the league is briefly away: the driver restores
+        the coordinator and sends a fresh source; meanwhile the last batch is replayed.
+        """
+        try:
+            matchups = list(self.refill(self.refill_size))  # type: ignore[misc]
+        except Exception as err:  # noqa: BLE001 - any failure of the remote call
+            self.refill_failures += 1
+            if self.refill_failures == 1:
+                warnings.warn(f"matchup refill failed, replaying the last batch: {err!r}", stacklevel=3)
+            return False
+        if not matchups:
+            raise RuntimeError("MatchupBatch refill returned no matchups")
+        self._matchups = matchups
+        return True
+
+    def next_matchup(self, agents: Sequence[str], episode_index: int, rng: np.random.Generator) -> Matchup:
+        """The next matchup of the batch (see the class docstring when it runs out)."""
+        if self._position >= len(self._matchups):
+            if self.refill is None or not self._refill():
+                if not self._matchups:
+                    raise RuntimeError("MatchupBatch has no matchups: its first refill failed")
+                self.wraps += 1
+            self._position = 0
+        matchup = self._matchups[self._position]
+        self._position += 1
+        if set(matchup.policies) != set(agents):
+            raise ValueError(f"matchup seats {sorted(matchup.policies)} do not match the env's agents {sorted(agents)}")
+        return matchup

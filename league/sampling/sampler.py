@@ -224,7 +224,7 @@ class Sampler:
 
         Ray re-runs ``__init__`` when it restarts a dead sampler actor, losing the weights,
         policies and matchups sent since; a changed id tells the driver it must send them
-        again (see :mod:`league.flow.recovery`).
+        again (see :mod:`league.runtime.recovery`).
         """
         token = self.__dict__.get("_incarnation")
         if token is None:

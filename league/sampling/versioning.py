@@ -3,7 +3,7 @@
 A learner counts, per policy, how often it changed the policy's weights (one per update,
 one more when the weights are replaced from outside: a league reset, a checkpoint
 restore). The count lives in the model itself, as an ``int64`` buffer named
-:data:`WEIGHTS_VERSION` (see :func:`league.algos.base.add_version_buffer`), so it travels
+:data:`WEIGHTS_VERSION` (see :func:`league.learn.algorithm.add_version_buffer`), so it travels
 inside every weights dict a learner hands out — weight broadcasts, snapshots,
 checkpoints — with no change to how weights move.
 

@@ -5,7 +5,8 @@ after its process dies, but Ray re-runs its ``__init__``: the weights, league sn
 and matchups sent to it since are gone, and its next fragments would be played with
 freshly initialised policies. :class:`RestartingSamplers` is how
 :func:`~league.flow.sources.ParallelRollouts` requests fragments from Ray actors so that
-no such fragment reaches the plan:
+no such fragment reaches the plan (this module knows nothing of plans: the flow layer
+wraps it in a source stage that counts the restarts into the plan's metrics):
 
 - a request whose actor died is lost: its fragment is discarded (never counted) and the
   sampler is asked again;
@@ -36,13 +37,9 @@ import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
-from league.flow.actors import is_ray_actor
-from league.flow.metrics import PlanMetrics
-from league.flow.stages import NOT_READY, SourceStage
+from league.runtime.actors import is_ray_actor
 
-__all__ = ["NUM_SAMPLER_RESTARTS", "SamplerDiedError", "on_sampler_restart", "RestartingSamplers", "RecoveringSourceStage"]
-
-NUM_SAMPLER_RESTARTS = "num_sampler_restarts"
+__all__ = ["SamplerDiedError", "on_sampler_restart", "RestartingSamplers"]
 
 RestartHook = Callable[[Any], Any]
 
@@ -205,7 +202,10 @@ class RestartingSamplers:
             yield [got[i] for i in sorted(got)]
 
     def stream(self, num_async: int, poll_s: float, last: Any) -> Iterator[Any]:
-        """Fragments as they arrive, ``num_async`` requests in flight per sampler; sets ``last.actor``."""
+        """Fragments as they arrive, ``num_async`` requests in flight per sampler; sets ``last.actor``.
+
+        Yields ``None`` when no usable fragment arrived within ``poll_s`` seconds.
+        """
         import ray
 
         pending: dict[Any, _Request] = {}
@@ -217,36 +217,19 @@ class RestartingSamplers:
             # Oldest requests first, so that a fast actor cannot starve the others' results.
             ready, _ = ray.wait(list(pending), num_returns=1, timeout=poll_s)
             if not ready:
-                yield NOT_READY
+                yield None
                 continue
             req = pending.pop(ready[0])
             batch = self.collect(req)
             again = self.request(req.life)
             pending[again.last_ref] = again
             if batch is None:
-                yield NOT_READY
+                yield None
                 continue
             last.actor = req.life.actor
             yield batch
 
-    def report(self, metrics: PlanMetrics) -> None:
-        """Count restarts noticed since the last report into ``metrics``."""
-        if self._unreported:
-            metrics.counters[NUM_SAMPLER_RESTARTS] += self._unreported
-            self._unreported = 0
-        if self.restarts:
-            metrics.info["sampler_restarts"] = dict(self.restarts)
-
-
-class RecoveringSourceStage(SourceStage):
-    """A source over :class:`RestartingSamplers` that reports their restarts on every pull."""
-
-    def __init__(self, samplers: RestartingSamplers, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.samplers = samplers
-
-    def pull(self, metrics: PlanMetrics) -> Any:
-        try:
-            return super().pull(metrics)
-        finally:
-            self.samplers.report(metrics)
+    def pop_new_restarts(self) -> int:
+        """Restarts noticed since the previous call (the per-sampler totals are :attr:`restarts`)."""
+        new, self._unreported = self._unreported, 0
+        return new

@@ -1,9 +1,15 @@
 """The algorithm contract: config, model, inference policy, postprocessing, update, plan.
 
+Learners own this contract: they host any algorithm through it and know none by name.
+The algorithms (:mod:`league.algos`) implement it, one layer up.
+
 An :class:`Algorithm` instance describes one policy's algorithm and hyperparameters for
 one agent spec. It is small and picklable: the driver sends it to samplers (as the
 policy's :class:`~league.policy.PolicyFactory`) and to learners (which call
 :meth:`Algorithm.make_model`, :meth:`Algorithm.make_optimizer`, :meth:`Algorithm.learn`).
+:class:`PolicyState` is what a learner holds per policy; the weights-version helpers
+(:func:`add_version_buffer`, :func:`read_version`, :func:`write_version`) keep the
+version a model's weights carry (see :mod:`league.learn.staleness`).
 """
 
 from __future__ import annotations
