@@ -28,7 +28,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from league.algos.ppo_stacked import StackablePPO
+from league.algos.ppo import PPO
 from league.batch import Columns as C
 from league.batch import MultiAgentBatch, SampleBatch
 from league.envs.base import AgentSpec
@@ -59,7 +59,7 @@ def connect_four_batch(rows: int, seed: int) -> SampleBatch:
 def make_runners(k: int, model: str, device: str, args: argparse.Namespace) -> dict[str, Callable[[], None]]:
     """One zero-argument training round per method, over the same K batches."""
     config = {"model": model, "num_epochs": args.epochs, "minibatch_size": args.minibatch, "train_batch_size": args.rows}
-    algos = {f"p{i}": StackablePPO(SPEC, {**config, "lr": 3e-4 * (1 + 0.1 * i)}) for i in range(k)}
+    algos = {f"p{i}": PPO(SPEC, {**config, "lr": 3e-4 * (1 + 0.1 * i)}) for i in range(k)}
     batch = MultiAgentBatch({pid: connect_four_batch(args.rows, i) for i, pid in enumerate(algos)}, args.rows)
 
     separate = []

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 
 from league.algos import ALGORITHMS
@@ -31,6 +32,7 @@ __all__ = [
     "PolicyConfig",
     "RunConfig",
     "parse_run_config",
+    "run_config",
 ]
 
 
@@ -362,3 +364,47 @@ def _check_league(cfg: RunConfig) -> None:
     build_league(league)  # raises naming a bad role, parameter or scripted member
     if league.meta_game_episodes < 0:
         raise ValueError(f"league.meta_game_episodes must be >= 0, got {league.meta_game_episodes}")
+
+
+#: What a Python-built run differs in from ``league-train``'s defaults: samplers in the
+#: process (no Ray needed), no console output or TensorBoard, no stop budget (``train``
+#: takes one).
+PYTHON_DEFAULTS: dict[str, dict[str, Any]] = {
+    "sampler": {"remote": False, "num_samplers": 1},
+    "logging": {"tensorboard": False, "progress": False},
+    "stop": {"env_steps": 0, "time_s": 0},
+    "league": {"fixed_opponents": {}},
+}
+
+
+def run_config(
+    env: str, policies: Mapping[str, Any] | None = None, opponents: Mapping[str, float] | None = None, **sections: Any
+) -> RunConfig:
+    """A validated :class:`RunConfig` built in Python: the same object ``league-train``
+    builds from Hydra.
+
+    Args:
+        env: env name (``connect_four``, a PettingZoo import path...).
+        policies: learning policy id -> its algorithm's typed config (``PPOConfig(...)``,
+            ``DQNConfig(...)``) or a :class:`PolicyConfig`. None: one ``main`` policy of ``algo``.
+        opponents: fixed members and their share of training games, e.g. ``{"random": 0.2}``.
+        sections: any other config section as a dict (``sampler={"num_envs": 16}``, ``seed=3``);
+            merged over :data:`PYTHON_DEFAULTS`.
+    """
+    by_config = {cls.config_class: name for name, cls in ALGORITHMS.items()}
+    values: dict[str, Any] = {key: dict(value) for key, value in PYTHON_DEFAULTS.items()}
+    values["env"] = {"name": env}
+    values["verbose"] = False
+    for pid, algo_cfg in (policies or {}).items():
+        if isinstance(algo_cfg, PolicyConfig):
+            values.setdefault("policies", {})[pid] = dataclasses.asdict(algo_cfg)
+        elif type(algo_cfg) in by_config:
+            values.setdefault("policies", {})[pid] = {"algo": by_config[type(algo_cfg)], "params": dataclasses.asdict(algo_cfg)}
+        else:
+            known = sorted(c.__name__ for c in by_config)
+            raise TypeError(f"policies['{pid}'] is a {type(algo_cfg).__name__}; expected an algorithm config ({known}) or a PolicyConfig")
+    if opponents is not None:
+        values["league"]["fixed_opponents"] = dict(opponents)
+    for key, value in sections.items():
+        values[key] = {**values.get(key, {}), **value} if isinstance(value, Mapping) and isinstance(values.get(key), dict) else value
+    return parse_run_config(values)

@@ -16,6 +16,7 @@ import os
 import time
 import warnings
 from collections import deque
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ import numpy as np
 import torch
 
 from league.checkpoint import periodic_name, prune_checkpoints, write_checkpoint
-from league.config import RunConfig
+from league.config import RunConfig, StopConfig, run_config
 from league.runtime.actors import is_ray_actor
 from league.flow.metrics import NUM_ENV_STEPS_SAMPLED
 from league.learn.recovery import LearnerDied, find_learner_died
@@ -34,9 +35,10 @@ from league.metrics_log import MetricsLogger, episode_metrics
 from league.progress import NoProgress, make_progress
 from league.resume import driver_rng_state, league_state, load_resume_checkpoint, restore_league, restore_learner, set_driver_rng_state
 from league.run import build
-from league.run.evaluation import EpisodeFeed, EvaluationRounds
+from league.run.evaluation import EpisodeFeed, EvaluationRounds, win_rate
 from league.run.recovery import recover_learner
 from league.runtime import start_ray
+from league.runtime.faces import LearnerHandle, PlanFace, SamplerHandle
 
 __all__ = ["Trainer", "MAIN", "EVAL_OPPONENT"]
 
@@ -46,9 +48,29 @@ HISTORY_ROWS = 10_000  # the latest metrics rows kept in memory (all are in metr
 
 
 class Trainer:
-    """Builds and runs one training job from a validated :class:`RunConfig` (see the module docstring)."""
+    """Builds and runs one training job (see the module docstring).
 
-    def __init__(self, cfg: RunConfig, run_dir: str | os.PathLike[str]) -> None:
+    ``Trainer(cfg, run_dir)`` takes a validated :class:`RunConfig` (what ``league-train``
+    builds from Hydra); ``Trainer("connect_four", policies={"ppo": PPOConfig(), "dqn":
+    DQNConfig()}, opponents={"random": 0.2})`` builds the same object in Python
+    (:func:`~league.config.run_config`; other sections as keyword dicts).
+    """
+
+    def __init__(
+        self,
+        cfg: RunConfig | str,
+        run_dir: str | os.PathLike[str] | None = None,
+        *,
+        policies: Mapping[str, Any] | None = None,
+        opponents: Mapping[str, float] | None = None,
+        **sections: Any,
+    ) -> None:
+        if isinstance(cfg, str):
+            cfg = run_config(cfg, policies, opponents, **sections)
+        elif policies is not None or opponents is not None or sections:
+            raise TypeError("Trainer(cfg: RunConfig, ...) takes no policies, opponents or sections; pass an env name instead")
+        if run_dir is None:
+            run_dir = Path("runs") / time.strftime("%Y-%m-%d_%H-%M-%S")
         self.cfg = cfg
         self.run_dir = Path(run_dir).resolve()  # resolved before anything reaches an actor
         self.iteration = self.env_steps = 0
@@ -57,14 +79,15 @@ class Trainer:
         self.evaluation = EvaluationRounds(EVAL_OPPONENT, cfg.eval.episodes)
         self.resumed_from: Path | None = None
         self.checkpoints: list[Path] = []
-        self.samplers: list[Any] = []
-        self.learner: Any = None
+        self.samplers: list[SamplerHandle] = []
+        self.learner: LearnerHandle | None = None
         self.league: TrainingLeague | None = None
         self.logger: MetricsLogger | None = None
         self.progress: Any = NoProgress()
         self.learner_restores = 0
         self._start = (0, 0)  # iteration and env steps when this process began
         self._initial_states: dict[str, bytes] = {}  # each learning policy's state at its creation
+        self._plan: PlanFace | None = None  # built by setup()
 
     @property
     def checkpoint_root(self) -> Path:
@@ -87,9 +110,18 @@ class Trainer:
         """The league's payoff table."""
         return self.league.payoff
 
+    @property
+    def plan(self) -> PlanFace:
+        """The run's dataflow plan (``print`` it to see the operator graph); built on first use."""
+        if self._plan is None:
+            self.setup()
+        return self._plan
+
     def setup(self) -> None:
         """Read a resume checkpoint (before Ray starts or any file is written), then build the
         league, the learner, samplers and plan, restored from the checkpoint if any."""
+        if self._plan is not None:
+            return
         cfg = self.cfg
         spec, agents = build.agent_spec(cfg)
         self.learning = learning_policy_ids(cfg)
@@ -124,27 +156,38 @@ class Trainer:
         self._rebuild_plan(counters)
 
     def _rebuild_plan(self, counters: dict[str, int]) -> None:
-        self.plan = build.build_plan(self.cfg, self.samplers, self.learner, self.algorithms)
-        self.plan.metrics.counters.update(counters)
+        self._plan = build.build_plan(self.cfg, self.samplers, self.learner, self.algorithms)
+        self._plan.metrics.counters.update(counters)
 
-    def restore_league_on(self, sampler: Any) -> list[Any]:
+    def restore_league_on(self, sampler: SamplerHandle) -> list[Any]:
         """Re-send the league's frozen policies and a matchup source to a restarted sampler
         (the learning policies' weights are re-sent by ``BroadcastWeights``' own hook)."""
         return self.league.restore_on(sampler)
 
     # The loop -------------------------------------------------------------------------
-    def train(self) -> dict[str, Any]:
-        """Run until a stop criterion; returns the final summary (also written to disk)."""
+    def train(self, *, env_steps: int | None = None, iterations: int | None = None, time_s: float | None = None) -> dict[str, Any]:
+        """Run until the config's stop criteria, or, given any budget, for that many more env
+        steps, iterations or seconds; returns the summary (also written to disk with a
+        ``final`` checkpoint). May be called again to train on."""
+        stop = self.cfg.stop
+        if env_steps is not None or iterations is not None or time_s is not None:
+            stop = StopConfig(
+                env_steps=self.env_steps + env_steps if env_steps else 0,
+                iterations=self.iteration + iterations if iterations else 0,
+                time_s=time_s or 0.0,
+                win_rate=0.0,
+            )
         self.setup()
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        self.logger = MetricsLogger(self.run_dir, tensorboard=self.cfg.logging.tensorboard)
-        if self.cfg.verbose:
-            resumed = f" (resumed from {self.resumed_from} at iteration {self.iteration})" if self.resumed_from else ""
-            print(f"league-train: run directory {self.run_dir}{resumed}\nplan\n{self.plan}", flush=True)
-        self.progress = make_progress(self.cfg, *self._start)
+        if self.logger is None:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            self.logger = MetricsLogger(self.run_dir, tensorboard=self.cfg.logging.tensorboard)
+            if self.cfg.verbose:
+                resumed = f" (resumed from {self.resumed_from} at iteration {self.iteration})" if self.resumed_from else ""
+                print(f"league-train: run directory {self.run_dir}{resumed}\nplan\n{self.plan}", flush=True)
+        self.progress = make_progress(self.cfg, self.iteration, self.env_steps)
         start = time.perf_counter()
         try:
-            while not self._should_stop(time.perf_counter() - start):
+            while not self._should_stop(time.perf_counter() - start, stop):
                 try:
                     self.step(time.perf_counter() - start)
                     self._periodic_checkpoint()
@@ -206,14 +249,23 @@ class Trainer:
         self.progress.update(row, time_s, self.evaluation.best_win_rate)
         return row
 
-    def _should_stop(self, elapsed: float) -> bool:
-        stop = self.cfg.stop
+    def _should_stop(self, elapsed: float, stop: StopConfig) -> bool:
         return bool(
             (stop.env_steps and self.env_steps >= stop.env_steps)
             or (stop.iterations and self.iteration >= stop.iterations)
             or (stop.time_s and elapsed >= stop.time_s)
             or (stop.win_rate and self.win_rates and min(self.win_rates.values()) >= stop.win_rate)
         )
+
+    def evaluate(self, episodes: int = 200, opponents: Sequence[str] = (EVAL_OPPONENT,)) -> dict[str, dict[str, float]]:
+        """Greedy win rate of every learning policy against each of ``opponents`` (the fixed
+        evaluation opponent or fixed members), ``episodes`` games each, seats at random."""
+        return {pid: {opp: win_rate(self.samplers, pid, opp, episodes) for opp in opponents} for pid in self.learning}
+
+    def save(self, name: str = "final") -> Path:
+        """Write checkpoint ``name`` now (see :meth:`save_checkpoint`); returns its directory."""
+        self.setup()
+        return self.save_checkpoint(name)
 
     # Recovery and checkpoints ---------------------------------------------------------
     def restore_learner_after(self, died: LearnerDied, err: BaseException) -> None:

@@ -232,7 +232,9 @@ class BroadcastWeights(Operator):
                 on_sampler_restart(sampler, self.resend)
 
     def describe(self) -> str:
-        throttle = f", every {self.every_env_steps} env steps" if self.every_env_steps else ""
+        throttle = ""
+        if self.every_env_steps:
+            throttle = ", once per new rollout" if self.every_env_steps == 1 else f", every {self.every_env_steps} env steps sampled"
         return f"BroadcastWeights({len(self.samplers)} samplers, policies={self.policy_ids or 'all'}{throttle})"
 
     def _due(self, metrics: PlanMetrics) -> bool:

@@ -49,7 +49,8 @@ def make_league(
     if league.recipe == "selfplay" and len(algorithms) != 1:
         from league.leagues.pairs import PolicyPairs
 
-        return PolicyPairs(list(algorithms), PayoffTable(decay=league.payoff_decay, min_games=league.payoff_min_games))
+        fixed = {pid: (scripted_factory(pid, spec, league.negamax_depth), share) for pid, share in league.fixed_opponents.items()}
+        return PolicyPairs(list(algorithms), PayoffTable(decay=league.payoff_decay, min_games=league.payoff_min_games), fixed)
     if league.recipe == "selfplay":
         main = next(iter(algorithms))
         pool = SelfPlayPool(

@@ -1,8 +1,10 @@
 """Several learning policies playing each other, without a league: the ``policies`` runs.
 
-Each episode's seats are drawn uniformly from the learning policies; the results of
-two-seat games between different policies go into a payoff table. Nothing is frozen and
-nothing is snapshotted, so the trainer drives this exactly as it drives a league.
+Each episode's seats are drawn uniformly from the learning policies, or, with the fixed
+members' total share, one learning policy plays fixed members (e.g. ``{"random": 0.2}``,
+:class:`~league.sampling.PoolMatchups`). Results of two-seat games between different
+policies go into a payoff table. Nothing is snapshotted, so the trainer drives this
+exactly as it drives a league.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import Any
 
 from league.leagues.base import TrainingLeague, Weights
 from league.population.payoff import PayoffTable
-from league.sampling.matchups import MatchupSource, UniformMatchups
+from league.sampling.matchups import MatchupSource, PoolMatchups
 
 __all__ = ["PolicyPairs"]
 
@@ -23,11 +25,13 @@ class PolicyPairs(TrainingLeague):
     Args:
         learning: the learning policy ids.
         payoff: the table their head-to-head results go into.
+        fixed: fixed members ``{policy_id: (factory, share of training games)}``.
     """
 
-    def __init__(self, learning: Sequence[str], payoff: PayoffTable) -> None:
+    def __init__(self, learning: Sequence[str], payoff: PayoffTable, fixed: Mapping[str, tuple[Any, float]] | None = None) -> None:
         self.learning = list(learning)
         self._payoff = payoff
+        self.fixed = dict(fixed or {})
 
     @property
     def payoff(self) -> PayoffTable:
@@ -35,15 +39,15 @@ class PolicyPairs(TrainingLeague):
         return self._payoff
 
     def frozen_policies(self) -> dict[str, tuple[Any, Weights | None]]:
-        """None: every policy learns."""
-        return {}
+        """The fixed members (no weights)."""
+        return {pid: (factory, None) for pid, (factory, _) in self.fixed.items()}
 
     def matchups(self) -> MatchupSource:
-        """Seats drawn uniformly from the learning policies, per episode."""
-        return UniformMatchups(self.learning)
+        """Learning policies against each other, and against fixed members by their shares."""
+        return PoolMatchups(self.learning, {pid: share for pid, (_, share) in self.fixed.items()})
 
     def record(self, episodes: list[dict[str, Any]]) -> None:
-        """Two-seat games between two different learning policies into the payoff table."""
+        """Two-seat games between two different policies into the payoff table."""
         for ep in episodes:
             seats = list(ep["policies"].items())
             if len(seats) == 2 and seats[0][1] != seats[1][1]:

@@ -25,6 +25,7 @@ from league.learn import Learner, LearnerGroup
 from league.leagues import TrainingLeague
 from league.policy import RandomPolicyFactory
 from league.resume import sampler_seed
+from league.runtime.faces import LearnerHandle, PlanFace, SamplerHandle
 from league.sampling import Sampler, make_remote_samplers
 
 __all__ = [
@@ -83,7 +84,7 @@ def make_learner(cfg: RunConfig, algorithms: Mapping[str, Algorithm]) -> Learner
     return learner
 
 
-def make_samplers(cfg: RunConfig, iteration: int, algorithms: Mapping[str, Algorithm], league: TrainingLeague) -> list[Any]:
+def make_samplers(cfg: RunConfig, iteration: int, algorithms: Mapping[str, Algorithm], league: TrainingLeague) -> list[SamplerHandle]:
     """The run's samplers (Ray actors or in-process), holding every policy the league needs,
     seeded for a run (re)started at ``iteration``."""
     frozen = league.frozen_policies()
@@ -106,11 +107,11 @@ def make_samplers(cfg: RunConfig, iteration: int, algorithms: Mapping[str, Algor
 
 
 def load_samplers(
-    samplers: Sequence[Any],
-    learner: Any,
+    samplers: Sequence[SamplerHandle],
+    learner: LearnerHandle,
     league: TrainingLeague,
     initial_states: Mapping[str, bytes],
-    on_restart: Callable[[Any], list[Any]],
+    on_restart: Callable[[SamplerHandle], list[Any]],
 ) -> None:
     """Send the current weights (learning and frozen) and a matchup source per sampler, bind
     the league to them, and register ``on_restart`` for sampler actors Ray restarts."""
@@ -135,7 +136,7 @@ def sampling_mode(cfg: RunConfig, algorithms: Mapping[str, Algorithm]) -> str:
     return "bulk_sync" if any(algo.max_policy_lag() == 0 for algo in algorithms.values()) else "async"
 
 
-def build_plan(cfg: RunConfig, samplers: Sequence[Any], learner: Any, algorithms: Mapping[str, Algorithm]) -> Any:
+def build_plan(cfg: RunConfig, samplers: Sequence[SamplerHandle], learner: LearnerHandle, algorithms: Mapping[str, Algorithm]) -> PlanFace:
     """The run's plan: rollouts from ``samplers`` through every policy's algorithm fragment."""
     from league.flow import ParallelRollouts
 

@@ -10,14 +10,29 @@ A sampler lost mid-call (its node died) costs its episodes, never the run.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from league.runtime.actors import is_ray_actor, resolve_lenient, submit
+from league.runtime.actors import is_ray_actor, resolve, resolve_lenient, submit
 from league.leagues import TrainingLeague
 from league.sampling import MatchupBatch, OpponentSampling
 
-__all__ = ["EpisodeFeed", "EvaluationRounds"]
+__all__ = ["EpisodeFeed", "EvaluationRounds", "win_rate", "wins_of"]
+
+
+def wins_of(policy_id: str, episodes: Sequence[Mapping[str, Any]]) -> float:
+    """The share of ``episodes`` that ``policy_id`` won (draws are not wins)."""
+    wins = sum(1 for e in episodes for a, p in e["policies"].items() if p == policy_id and e["outcome"][a] == "win")
+    return wins / len(episodes)
+
+
+def win_rate(samplers: Sequence[Any], policy_id: str, opponent: str, episodes: int) -> float:
+    """Greedy win rate of ``policy_id`` against ``opponent`` over ``episodes`` games split
+    between the samplers (it waits for them)."""
+    per = max(1, episodes // len(samplers))
+    matchups = OpponentSampling(policy_id, {opponent: 1.0})
+    results = resolve([submit(s, "evaluate", per, matchups) for s in samplers], list(samplers))
+    return wins_of(policy_id, [e for eps in results for e in eps])
 
 
 class EpisodeFeed:
@@ -108,8 +123,7 @@ class EvaluationRounds:
             if pid is None:
                 league.record(episodes)
             elif episodes:  # every sampler of this evaluation lost: no result, not a 0
-                wins = sum(1 for e in episodes for a, p in e["policies"].items() if p == pid and e["outcome"][a] == "win")
-                self.win_rates[pid] = wins / len(episodes)
+                self.win_rates[pid] = wins_of(pid, episodes)
         self._pending = []
         if self.win_rates:
             worst = min(self.win_rates.values())

@@ -8,6 +8,7 @@ from league.sampling.matchups import (
     MatchupBatch,
     MatchupSource,
     OpponentSampling,
+    PoolMatchups,
     UniformMatchups,
 )
 from league.sampling.sampler import Sampler, make_remote_samplers
@@ -24,4 +25,5 @@ __all__ = [
     "FunctionMatchups",
     "OpponentSampling",
     "UniformMatchups",
+    "PoolMatchups",
 ]

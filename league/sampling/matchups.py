@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Matchup", "MatchupSource", "FixedMatchups", "FunctionMatchups", "OpponentSampling", "UniformMatchups", "MatchupBatch"]
+__all__ = ["Matchup", "MatchupSource", "FixedMatchups", "FunctionMatchups", "OpponentSampling", "UniformMatchups", "PoolMatchups", "MatchupBatch"]
 
 
 @dataclass(frozen=True)
@@ -104,6 +104,37 @@ class UniformMatchups(MatchupSource):
         """Independent uniform draws per seat."""
         picks = rng.integers(len(self.policy_ids), size=len(agents))
         return Matchup({a: self.policy_ids[int(k)] for a, k in zip(agents, picks)})
+
+
+class PoolMatchups(MatchupSource):
+    """Learning policies against each other and against fixed members.
+
+    With probability ``sum(fixed.values())`` an episode seats one learning policy (drawn
+    uniformly, its seat at random, the only seat that learns) against fixed members drawn
+    by share; otherwise every seat draws a learning policy uniformly and all seats learn
+    (:class:`UniformMatchups`).
+    """
+
+    def __init__(self, learning: Sequence[str], fixed: Mapping[str, float]) -> None:
+        if not learning:
+            raise ValueError("PoolMatchups needs at least one learning policy id")
+        shares = np.asarray(list(fixed.values()), dtype=np.float64)
+        if (shares < 0).any() or not np.isfinite(shares).all() or shares.sum() > 1.0 + 1e-9:
+            raise ValueError(f"fixed member shares must be finite, >= 0 and sum to <= 1: {dict(fixed)}")
+        self.learning = list(learning)
+        self.fixed_ids = list(fixed)
+        self.fixed_share = float(shares.sum())
+        self.fixed_probs = shares / shares.sum() if shares.sum() > 0 else shares
+        self._among_learning = UniformMatchups(self.learning)
+
+    def next_matchup(self, agents: Sequence[str], episode_index: int, rng: np.random.Generator) -> Matchup:
+        """A game against fixed members with their total share, else learning policies only."""
+        if not self.fixed_ids or rng.random() >= self.fixed_share:
+            return self._among_learning.next_matchup(agents, episode_index, rng)
+        seat = agents[int(rng.integers(len(agents)))]
+        learner = self.learning[int(rng.integers(len(self.learning)))]
+        policies = {a: learner if a == seat else self.fixed_ids[int(rng.choice(len(self.fixed_ids), p=self.fixed_probs))] for a in agents}
+        return Matchup(policies, frozenset({seat}))
 
 
 class MatchupBatch(MatchupSource):
