@@ -21,20 +21,20 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
-from league.checkpoint import periodic_name, prune_checkpoints, write_checkpoint
+from league.checkpoint import periodic_name, prune_checkpoints
 from league.config import RunConfig, StopConfig, run_config
 from league.runtime.actors import is_ray_actor
 from league.flow.metrics import NUM_ENV_STEPS_SAMPLED
 from league.learn.recovery import LearnerDied, find_learner_died
 from league.leagues import TrainingLeague, make_league
 from league.leagues.builder import SELFPLAY_MAIN, learning_policy_ids
-from league.metrics_log import MetricsLogger, episode_metrics
+from league.metrics_log import MetricsLogger
 from league.progress import NoProgress, make_progress
-from league.resume import driver_rng_state, league_state, load_resume_checkpoint, restore_league, restore_learner, set_driver_rng_state
-from league.run import build
+from league.resume import driver_rng_state, load_resume_checkpoint, restore_league, restore_learner, set_driver_rng_state
+from league.run import build, records
+from league.run.records import RunClock, stop_reached
 from league.run.evaluation import EpisodeFeed, EvaluationRounds, win_rate
 from league.run.recovery import recover_learner
 from league.runtime import start_ray
@@ -73,7 +73,7 @@ class Trainer:
             run_dir = Path("runs") / time.strftime("%Y-%m-%d_%H-%M-%S")
         self.cfg = cfg
         self.run_dir = Path(run_dir).resolve()  # resolved before anything reaches an actor
-        self.iteration = self.env_steps = 0
+        self.clock = RunClock()
         self.history: deque[dict[str, Any]] = deque(maxlen=HISTORY_ROWS)
         self.episodes = EpisodeFeed()
         self.evaluation = EvaluationRounds(EVAL_OPPONENT, cfg.eval.episodes)
@@ -85,9 +85,18 @@ class Trainer:
         self.logger: MetricsLogger | None = None
         self.progress: Any = NoProgress()
         self.learner_restores = 0
-        self._start = (0, 0)  # iteration and env steps when this process began
         self._initial_states: dict[str, bytes] = {}  # each learning policy's state at its creation
         self._plan: PlanFace | None = None  # built by setup()
+
+    @property
+    def iteration(self) -> int:
+        """Training iterations so far (a resumed run counts the earlier ones)."""
+        return self.clock.iteration
+
+    @property
+    def env_steps(self) -> int:
+        """Env steps sampled so far (a resumed run counts the earlier ones)."""
+        return self.clock.env_steps
 
     @property
     def checkpoint_root(self) -> Path:
@@ -134,7 +143,7 @@ class Trainer:
         if checkpoint is not None:
             restored = restore_league(checkpoint, self.league)
             self.evaluation.win_rates, self.evaluation.best_win_rate = restored.win_rates, restored.best_win_rate
-            self.iteration, self.env_steps, counters = checkpoint.iteration, checkpoint.env_steps, restored.counters
+            self.clock.iteration, self.clock.env_steps, counters = checkpoint.iteration, checkpoint.env_steps, restored.counters
             self.resumed_from = checkpoint.path
         torch.manual_seed(cfg.seed)
         self.learner = build.make_learner(cfg, self.algorithms)
@@ -148,7 +157,7 @@ class Trainer:
         self._build_samplers_and_plan(counters)
         if checkpoint is not None:
             set_driver_rng_state(checkpoint.league.get("rng"))
-        self._start = (self.iteration, self.env_steps)
+        self.clock.start = (self.iteration, self.env_steps)
 
     def _build_samplers_and_plan(self, counters: dict[str, int]) -> None:
         self.samplers = build.make_samplers(self.cfg, self.iteration, self.algorithms, self.league)
@@ -171,12 +180,8 @@ class Trainer:
         ``final`` checkpoint). May be called again to train on."""
         stop = self.cfg.stop
         if env_steps is not None or iterations is not None or time_s is not None:
-            stop = StopConfig(
-                env_steps=self.env_steps + env_steps if env_steps else 0,
-                iterations=self.iteration + iterations if iterations else 0,
-                time_s=time_s or 0.0,
-                win_rate=0.0,
-            )
+            it, steps = self.iteration, self.env_steps
+            stop = StopConfig(env_steps=steps + env_steps if env_steps else 0, iterations=it + iterations if iterations else 0, time_s=time_s or 0.0, win_rate=0.0)
         self.setup()
         if self.logger is None:
             self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -187,7 +192,7 @@ class Trainer:
         self.progress = make_progress(self.cfg, self.iteration, self.env_steps)
         start = time.perf_counter()
         try:
-            while not self._should_stop(time.perf_counter() - start, stop):
+            while not stop_reached(stop, self.clock, time.perf_counter() - start, self.win_rates):
                 try:
                     self.step(time.perf_counter() - start)
                     self._periodic_checkpoint()
@@ -204,58 +209,34 @@ class Trainer:
 
     def _run_plan(self) -> int:
         """Training steps until the iteration's minimum env steps and time; returns how many ran."""
-        t0, start, clock = time.perf_counter(), self.env_steps, self.cfg.iteration
+        t0, start, minimum = time.perf_counter(), self.env_steps, self.cfg.iteration
         items = 0
         while True:
             next(self.plan)
             items += 1
-            self.env_steps = int(self.plan.metrics.counters.get(NUM_ENV_STEPS_SAMPLED, self.env_steps))
-            if self.env_steps - start >= clock.min_env_steps and time.perf_counter() - t0 >= clock.min_time_s:
+            self.clock.env_steps = int(self.plan.metrics.counters.get(NUM_ENV_STEPS_SAMPLED, self.env_steps))
+            if self.env_steps - start >= minimum.min_env_steps and time.perf_counter() - t0 >= minimum.min_time_s:
                 return items
 
     def step(self, elapsed: float) -> dict[str, Any]:
         """One iteration: training steps of the plan, the league's bookkeeping, evaluation, a metrics row."""
         t0 = time.perf_counter()
         train_steps = self._run_plan()
-        self.iteration += 1
-        metrics = self.plan.metrics.snapshot()
+        self.clock.iteration += 1
         stats = self.episodes.next(self.samplers, self.league)
         self.league.update(self.iteration, self.plan.metrics.counters, self.learner, self.samplers)
         if self.cfg.eval.interval and self.iteration % self.cfg.eval.interval == 0 and not self.evaluation.running:
             self.evaluation.start(self.samplers, self.league)
         self.evaluation.collect(self.league, block=False)
         time_s = elapsed + time.perf_counter() - t0
-        row = {
-            "iteration": self.iteration,
-            "env_steps": self.env_steps,
-            "time_s": round(time_s, 2),
-            "env_steps_per_s": round((self.env_steps - self._start[1]) / max(time_s, 1e-9), 1),
-            "train_steps": train_steps,
-            "episodes": len(stats),
-            "mean_episode_len": float(np.mean([e["length"] for e in stats])) if stats else None,
-            "win_rate_vs_random": dict(self.win_rates),
-            "snapshots": 0,
-            "learner_restores": self.learner_restores,
-            "lost_sampler_calls": self.episodes.lost_sampler_calls + self.evaluation.lost_sampler_calls,
-            "counters": dict(self.plan.metrics.counters),
-            **self.league.metrics(self.iteration, self.learner),
-            **episode_metrics(stats, self.learning),
-            **{f"{pid}/{k}": round(v, 5) for pid, st in metrics.get("learner", {}).items() for k, v in st.items()},
-            "operators": metrics.get("operators", {}),
-        }
+        lost = self.episodes.lost_sampler_calls + self.evaluation.lost_sampler_calls
+        extra = {"learner_restores": self.learner_restores, "lost_sampler_calls": lost}
+        row = records.metrics_row(self.clock, time_s, train_steps, stats, self.plan, self.league, self.learner, self.win_rates, extra)
         self.history.append(row)
         if self.logger is not None:  # None when step() is driven without train()
             self.logger.log(row)
         self.progress.update(row, time_s, self.evaluation.best_win_rate)
         return row
-
-    def _should_stop(self, elapsed: float, stop: StopConfig) -> bool:
-        return bool(
-            (stop.env_steps and self.env_steps >= stop.env_steps)
-            or (stop.iterations and self.iteration >= stop.iterations)
-            or (stop.time_s and elapsed >= stop.time_s)
-            or (stop.win_rate and self.win_rates and min(self.win_rates.values()) >= stop.win_rate)
-        )
 
     def evaluate(self, episodes: int = 200, opponents: Sequence[str] = (EVAL_OPPONENT,)) -> dict[str, dict[str, float]]:
         """Greedy win rate of every learning policy against each of ``opponents`` (the fixed
@@ -302,16 +283,9 @@ class Trainer:
         ``flush`` first records episodes already finished on the samplers, so the payoff is current."""
         if flush:
             self.episodes.flush(self.samplers, self.league)
-        policies = self.learner.get_weights(self.learning)
-        policies.update(self.league.frozen_weights())
-        league = league_state(
-            iteration=self.iteration, env_steps=self.env_steps, learning=self.learning, counters=self.plan.metrics.counters,
-            league=self.league.state(), payoff=self.payoff, win_rates=self.win_rates, best_win_rate=self.evaluation.best_win_rate,
-        )  # fmt: skip
-        path = write_checkpoint(
-            self.checkpoint_root, name, iteration=self.iteration, env_steps=self.env_steps, config=asdict(self.cfg), league=league,
-            policies=policies, learner_states={pid: self.learner.get_state(pid) for pid in self.learning},
-        )  # fmt: skip
+        path = records.write_run_checkpoint(
+            self.checkpoint_root, name, self.clock, self.cfg, self.plan, self.league, self.learner, self.win_rates, self.evaluation.best_win_rate
+        )
         self.checkpoints = [p for p in self.checkpoints if p != path and p.exists()] + [path]
         return path
 
@@ -331,21 +305,12 @@ class Trainer:
         return summary
 
     def _summary(self, elapsed: float) -> dict[str, Any]:
-        return {
-            "iterations": self.iteration,
-            "env_steps": self.env_steps,
-            "wall_time_s": round(elapsed, 1),
-            "env_steps_per_s": round((self.env_steps - self._start[1]) / max(elapsed, 1e-9), 1),
-            "final_win_rate_vs_random": min(self.win_rates.values()) if self.win_rates else None,
-            "win_rates_vs_random": dict(self.win_rates),
+        extra = {
             "best_win_rate_vs_random": self.evaluation.best_win_rate,
-            **self.league.summary(),
-            "payoff": self.payoff.to_dict(),
             "resumed_from": str(self.resumed_from) if self.resumed_from else None,
             "learner_restores": self.learner_restores,
-            "start_iteration": self._start[0],
-            "config": asdict(self.cfg),
         }
+        return records.summary(self.clock, self.cfg, elapsed, self.league, self.win_rates, extra)
 
     def close_samplers(self) -> None:
         """Stop the sampler actors (in-process samplers are just dropped)."""

@@ -1,0 +1,124 @@
+"""What a run writes down: an iteration's metrics row, the run's summary, its checkpoints,
+and when it stops.
+
+Plain functions of the run's state, so the trainer's loop only says when each is due.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from league.checkpoint import write_checkpoint
+from league.config import RunConfig, StopConfig
+from league.leagues import TrainingLeague
+from league.metrics_log import episode_metrics
+from league.resume import league_state
+from league.runtime.faces import LearnerHandle, PlanFace
+
+__all__ = ["RunClock", "metrics_row", "summary", "write_run_checkpoint", "stop_reached"]
+
+
+class RunClock:
+    """A run's clock: iterations and env steps so far, and where this process began."""
+
+    def __init__(self) -> None:
+        self.iteration = 0
+        self.env_steps = 0
+        self.start = (0, 0)  # iteration and env steps when this process began
+
+    def steps_per_s(self, seconds: float) -> float:
+        """Env steps per second sampled by this process in ``seconds``."""
+        return round((self.env_steps - self.start[1]) / max(seconds, 1e-9), 1)
+
+
+def metrics_row(
+    run: RunClock,
+    time_s: float,
+    train_steps: int,
+    episodes: Sequence[Mapping[str, Any]],
+    plan: PlanFace,
+    league: TrainingLeague,
+    learner: LearnerHandle,
+    win_rates: Mapping[str, float],
+    extra: Mapping[str, Any],
+) -> dict[str, Any]:
+    """One iteration's row of ``metrics.jsonl``: progress, episodes, evaluation, counters,
+    the league's figures and each policy's learner statistics."""
+    metrics = plan.metrics.snapshot()
+    return {
+        "iteration": run.iteration,
+        "env_steps": run.env_steps,
+        "time_s": round(time_s, 2),
+        "env_steps_per_s": run.steps_per_s(time_s),
+        "train_steps": train_steps,
+        "episodes": len(episodes),
+        "mean_episode_len": float(np.mean([e["length"] for e in episodes])) if episodes else None,
+        "win_rate_vs_random": dict(win_rates),
+        "snapshots": 0,
+        **extra,
+        "counters": dict(plan.metrics.counters),
+        **league.metrics(run.iteration, learner),
+        **episode_metrics(list(episodes), league.learning),
+        **{f"{pid}/{k}": round(v, 5) for pid, st in metrics.get("learner", {}).items() for k, v in st.items()},
+        "operators": metrics.get("operators", {}),
+    }
+
+
+def summary(
+    run: RunClock, cfg: RunConfig, elapsed: float, league: TrainingLeague, win_rates: Mapping[str, float], extra: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The run's ``summary.json``."""
+    return {
+        "iterations": run.iteration,
+        "env_steps": run.env_steps,
+        "wall_time_s": round(elapsed, 1),
+        "env_steps_per_s": run.steps_per_s(elapsed),
+        "final_win_rate_vs_random": min(win_rates.values()) if win_rates else None,
+        "win_rates_vs_random": dict(win_rates),
+        **extra,
+        **league.summary(),
+        "payoff": league.payoff.to_dict(),
+        "start_iteration": run.start[0],
+        "config": asdict(cfg),
+    }
+
+
+def write_run_checkpoint(
+    root: Path,
+    name: str,
+    run: RunClock,
+    cfg: RunConfig,
+    plan: PlanFace,
+    league: TrainingLeague,
+    learner: LearnerHandle,
+    win_rates: Mapping[str, float],
+    best_win_rate: float | None,
+) -> Path:
+    """Checkpoint ``name`` under ``root``: learning and frozen weights, every learning
+    policy's learner state, the league's state and the run's counters (:mod:`league.checkpoint`)."""
+    learning = league.learning
+    policies = learner.get_weights(learning)
+    policies.update(league.frozen_weights())
+    state = league_state(
+        iteration=run.iteration, env_steps=run.env_steps, learning=learning, counters=plan.metrics.counters,
+        league=league.state(), payoff=league.payoff, win_rates=win_rates, best_win_rate=best_win_rate,
+    )  # fmt: skip
+    return write_checkpoint(
+        root, name, iteration=run.iteration, env_steps=run.env_steps, config=asdict(cfg), league=state,
+        policies=policies, learner_states={pid: learner.get_state(pid) for pid in learning},
+    )  # fmt: skip
+
+
+def stop_reached(stop: StopConfig, run: RunClock, elapsed: float, win_rates: Mapping[str, float]) -> bool:
+    """Whether any of ``stop``'s criteria (0: off) is met."""
+    return bool(
+        (stop.env_steps and run.env_steps >= stop.env_steps)
+        or (stop.iterations and run.iteration >= stop.iterations)
+        or (stop.time_s and elapsed >= stop.time_s)
+        or (stop.win_rate and win_rates and min(win_rates.values()) >= stop.win_rate)
+    )
