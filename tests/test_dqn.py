@@ -1,5 +1,6 @@
-"""DQN: n-step postprocessing by hand, double-Q targets against numpy, masking, exploration,
-target network, prioritized replay through the plan, and a short CartPole learning run."""
+"""DQN: n-step transitions by hand (sampler postprocessing + the buffer's n-step writer),
+double-Q targets against numpy, masking, exploration, target network, prioritized replay
+through the plan, and a short CartPole learning run."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ from torch import nn
 
 from league.learn.algorithm import PolicyState
 from league.algos.dqn import DISCOUNTS, DQN, N_STEP_RETURNS, NEXT_ACTION_MASK, TD_ERROR, UpdatePriorities
-from league.algos.dqn import n_step_transitions
 from league.algos.q_models import QNetwork, build_q_model, masked_argmax, masked_max
 from league.algos.q_policy import EpsilonGreedyQPolicy
 from league.algos.schedules import ConstantSchedule, LinearSchedule, PiecewiseLinearSchedule
@@ -21,7 +21,8 @@ from league.envs.base import AgentSpec
 from league.flow import BroadcastWeights, ParallelRollouts, TrainResult
 from league.flow.metrics import PlanMetrics
 from league.learn import Learner
-from league.replay import MultiAgentReplayBuffer, PrioritizedReplayBuffer
+from league.replay import MultiAgentReplayBuffer, NStepWriter, PrioritizedReplayBuffer, ReplayBuffer, RingStorage
+from league.replay import n_step_transitions
 from league.sampling import FixedMatchups, Sampler
 from algo_helpers import SOLVED_RETURN, SOLVED_WINDOW, train_until_solved
 
@@ -36,10 +37,24 @@ def _chunk(rewards):
     })
 
 
-# n-step postprocessing ----------------------------------------------------------------
+def _n_step(algo, chunk, next_step):
+    """One agent's chunk through the sampler's postprocessing and the replay buffer's n-step
+    writer (as DQN composes it), then flushed: the transitions as stored, in time order."""
+    out = algo.postprocess_trajectory(chunk, next_step)
+    n = len(out)
+    out[C.TERMINATEDS] = np.arange(n) == n - 1 if next_step is None else np.zeros(n, bool)
+    out[C.TRUNCATEDS] = np.zeros(n, bool)
+    out[C.EPS_ID], out[C.AGENT_INDEX], out[C.T] = np.zeros(n, np.int64), np.zeros(n, np.int32), np.arange(n)
+    buffer = ReplayBuffer(RingStorage(16), writer=NStepWriter(algo.config.n_step, algo.config.gamma), seed=0)
+    buffer.add(out)
+    buffer.flush()  # a cut chunk's last rows wait for the trajectory's next rows; flushed, they bootstrap early
+    return buffer.stored()
+
+
+# n-step transitions ------------------------------------------------------------------
 def test_n_step_terminated_chunk_by_hand():
     algo = DQN(SPEC, {"n_step": 2, "gamma": 0.5})
-    out = algo.postprocess_trajectory(_chunk([1.0, 2.0, 3.0, 4.0]), None)
+    out = _n_step(algo, _chunk([1.0, 2.0, 3.0, 4.0]), None)
     np.testing.assert_allclose(out[N_STEP_RETURNS], [1 + 0.5 * 2, 2 + 0.5 * 3, 3 + 0.5 * 4, 4])
     # Rows 2 and 3 reach the terminal state: nothing to bootstrap from.
     np.testing.assert_allclose(out[DISCOUNTS], [0.25, 0.25, 0.0, 0.0])
@@ -51,7 +66,7 @@ def test_n_step_terminated_chunk_by_hand():
 def test_n_step_cut_chunk_bootstraps_from_next_step_with_shortened_horizon():
     algo = DQN(SPEC, {"n_step": 3, "gamma": 0.5})
     next_step = {C.OBS: np.array([[10.0, 11.0]], np.float32), C.ACTION_MASK: np.array([[0, 1, 0]], np.int8)}
-    out = algo.postprocess_trajectory(_chunk([1.0, 2.0, 3.0, 4.0]), next_step)
+    out = _n_step(algo, _chunk([1.0, 2.0, 3.0, 4.0]), next_step)
     np.testing.assert_allclose(
         out[N_STEP_RETURNS], [1 + 0.5 * 2 + 0.25 * 3, 2 + 0.5 * 3 + 0.25 * 4, 3 + 0.5 * 4, 4]
     )
@@ -370,6 +385,18 @@ def test_plan_prints_its_operators_and_updates_priorities():
     counters = plan.metrics.counters
     assert counters["num_train_steps[main]"] == 5
     assert counters["num_target_updates"] == 2  # after updates 2 and 4
+
+
+@pytest.mark.parametrize("prioritized", [True, False])
+def test_replay_buffer_is_the_configured_composition(prioritized):
+    algo = DQN(SPEC, {"buffer_size": 123, "n_step": 4, "gamma": 0.9, "alpha": 0.5, "beta": 0.3,
+                      "prioritized_replay": prioritized, "replay_seed": 0})
+    buffer = algo.make_replay_buffer()
+    sampler = {"kind": "prioritized", "alpha": 0.5, "beta": 0.3} if prioritized else {"kind": "uniform"}
+    assert buffer.template == {
+        "storage": {"kind": "ring", "capacity": 123}, "sampler": sampler,
+        "writer": {"kind": "n_step", "n": 4, "gamma": 0.9, "inner": {"kind": "ring"}, "flush_after": 1000},
+    }
 
 
 def test_uniform_replay_plan_trains_without_priorities():

@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 from replay_oracle import OracleReplay
 
 from league.batch import MultiAgentBatch, SampleBatch
-from league.replay import MultiAgentReplayBuffer, PrioritizedReplayBuffer, ReplayBuffer, ReplayFileError
+from league.replay import ArrayStorage, MultiAgentReplayBuffer, PrioritizedReplayBuffer, PrioritizedSampler
+from league.replay import ReplayBuffer, ReplayFileError, RingWriter, UniformSampler
 
 FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -229,10 +230,18 @@ def add_error(schema: Schema | None, columns: dict[str, np.ndarray], reserved: t
 
 
 class Checked:
-    """A C++ buffer and its oracle, stepped together and compared after every call."""
+    """A buffer and its oracle, stepped together and compared after every call.
 
-    def __init__(self, capacity: int, alpha: float | None, seed: int) -> None:
-        self.buf = ReplayBuffer(capacity, seed=seed) if alpha is None else PrioritizedReplayBuffer(capacity, alpha, seed)
+    ``storage`` "ring": the C++ ring (checks in the bindings); "array": the numpy storage
+    with the same sampler and a FIFO writer (checks in Python, the trees still C++).
+    """
+
+    def __init__(self, capacity: int, alpha: float | None, seed: int, storage: str = "ring") -> None:
+        if storage == "ring":
+            self.buf = ReplayBuffer(capacity, seed=seed) if alpha is None else PrioritizedReplayBuffer(capacity, alpha, seed)
+        else:
+            sampler = UniformSampler() if alpha is None else PrioritizedSampler(alpha)
+            self.buf = ReplayBuffer(ArrayStorage(capacity), sampler, RingWriter(), seed=seed)
         self.oracle = OracleReplay(capacity, alpha)
         self.schema: Schema | None = None
         self.reserved = ("batch_indexes",) if alpha is None else ("batch_indexes", "weights")
@@ -257,12 +266,12 @@ class Checked:
 
     def sample(self, n: int, beta: float) -> None:
         prioritized = self.oracle.alpha is not None
-        args = (beta,) if prioritized else ()
+        kwargs = {"beta": beta} if prioritized else {}
         if n <= 0 or self.oracle.size == 0 or (prioritized and not 0 <= beta <= 1):
             with pytest.raises(ValueError):
-                self.buf.sample(n, *args)
+                self.buf.sample(n, **kwargs)
             return
-        out = self.buf.sample(n, *args)
+        out = self.buf.sample(n, **kwargs)
         idx = out["batch_indexes"]
         assert len(out) == n and idx.dtype == np.int64 and ((idx >= 0) & (idx < self.oracle.size)).all()
         for name, column in self.oracle.stored().items():
@@ -326,12 +335,12 @@ BETAS = st.one_of(st.sampled_from([0.0, 1.0, -0.0, -1e-9, 1.0000001, math.nan, m
 # ----------------------------------------------------------------------- replay fuzz
 @FUZZ
 @given(capacity=st.integers(1, 9), prioritized=st.booleans(), alpha=ALPHAS, seed=st.integers(0, 2**64 - 1),
-       schema=schemas(STORABLE), data=st.data())
+       schema=schemas(STORABLE), storage=st.sampled_from(["ring", "array"]), data=st.data())
 def test_replay_buffers_match_the_oracle_or_refuse_cleanly(
-    capacity: int, prioritized: bool, alpha: float, seed: int, schema: Schema, data: st.DataObject
+    capacity: int, prioritized: bool, alpha: float, seed: int, schema: Schema, storage: str, data: st.DataObject
 ) -> None:
     rng = np.random.default_rng(seed)
-    buf = Checked(capacity, alpha if prioritized else None, seed)
+    buf = Checked(capacity, alpha if prioritized else None, seed, storage)
     for op in data.draw(st.lists(st.sampled_from(["add", "add", "bad_add", "sample", "update"]), max_size=12)):
         if op in ("add", "bad_add"):
             kind = "ok" if op == "add" else data.draw(st.sampled_from(["drop", "extra", "retype", "reshape", "reserved"]))

@@ -219,7 +219,9 @@ def test_uniform_buffer_takes_no_priorities() -> None:
     buf = ReplayBuffer(10)
     with pytest.raises(TypeError):
         buf.add(batch(2), [1.0, 1.0])  # type: ignore[call-arg]
-    assert not hasattr(buf, "update_priorities")
+    # Every composed buffer has update_priorities(); a uniform sampler refuses it.
+    with pytest.raises(TypeError, match="no priorities"):
+        buf.update_priorities([0], [1.0])
 
 
 # -- multi-agent --------------------------------------------------------------------

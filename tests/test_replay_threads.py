@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from league.batch import SampleBatch
-from league.replay import MultiAgentReplayBuffer, PrioritizedReplayBuffer, ReplayBuffer
+from league.replay import ArrayStorage, MultiAgentReplayBuffer, PrioritizedReplayBuffer, PrioritizedSampler
+from league.replay import ReplayBuffer, RingWriter
 
 OBS = 512  # wide rows: a copy interrupted half-way would show up as a torn row
 
@@ -54,9 +55,13 @@ def run_pair(feed, learn, rounds: int = 300) -> None:
         raise errors[0]
 
 
+@pytest.mark.parametrize("storage", ["ring", "array"])
 @pytest.mark.parametrize("chunk", [1, 37, 300])
-def test_prioritized_feeder_and_learner(chunk: int) -> None:
-    buf = PrioritizedReplayBuffer(256, alpha=0.6, seed=0)  # small: constant overwriting
+def test_prioritized_feeder_and_learner(chunk: int, storage: str) -> None:
+    if storage == "ring":
+        buf = PrioritizedReplayBuffer(256, alpha=0.6, seed=0)  # small: constant overwriting
+    else:  # the numpy storage: the buffer's own lock serialises its Python-side work
+        buf = ReplayBuffer(ArrayStorage(256), PrioritizedSampler(0.6), RingWriter(), seed=0)
     buf.add(rows(0, 8))
     rng = np.random.default_rng(0)
 

@@ -3,16 +3,20 @@ double Q (van Hasselt et al. 2016), dueling heads (Wang et al. 2016), n-step ret
 proportional prioritized replay (Schaul et al. 2016), all with action masking.
 
 Data path. The sampler acts epsilon-greedily (:class:`~league.algos.q_policy.EpsilonGreedyQPolicy`)
-and :meth:`DQN.postprocess_trajectory` turns each chunk into n-step transitions (columns
-``n_step_returns``, ``discounts`` = gamma^k or 0 after termination, ``next_obs``,
-``next_action_mask``). The plan stores them in a per-policy replay buffer and trains on
-replayed batches, ``training_intensity`` replayed rows per stored row;
-:meth:`DQN.learn` is one gradient step on a masked double-Q TD loss.
+and :meth:`DQN.postprocess_trajectory` adds each row's one-step successor (``next_obs``,
+``next_action_mask``). The plan stores the rows in a per-policy composed replay buffer
+(:meth:`DQN.make_replay_buffer`: the C++ ring, a prioritized or uniform sampler, and an
+:class:`~league.replay.NStepWriter` that turns each agent's rows into n-step transitions
+across fragment boundaries: ``n_step_returns``, ``discounts`` = gamma^k or 0 after
+termination) and trains on replayed batches, ``training_intensity`` replayed rows per
+stored row (:class:`~league.flow.IntensityGatedReplay`); :meth:`DQN.learn` is one
+gradient step on a masked double-Q TD loss.
 
 Priorities. For a batch that carries importance ``weights`` (a prioritized sample),
 ``learn`` returns, besides its float statistics, ``td_error``: a float32 numpy array of
-``|TD error|`` per row. The plan's :class:`UpdatePriorities` operator removes that array
-from the statistics (so reporting only ever sees floats) and writes it back to the buffer.
+``|TD error|`` per row. The plan's :class:`~league.flow.UpdatePriorities` operator removes
+that array from the statistics (so reporting only ever sees floats) and writes it back to
+the buffer.
 
 Target network: ``state.extra["target_model"]`` (from :meth:`DQN.init_extra_state`), refreshed
 every ``target_update_interval`` gradient updates (a copy, or Polyak averaging if ``tau < 1``).
@@ -43,18 +47,17 @@ from league.algos.q_models import build_q_model, masked_argmax
 from league.algos.q_policy import EpsilonGreedyQPolicy
 from league.algos.schedules import LinearSchedule, Schedule
 from league.batch import Columns as C
-from league.batch import MultiAgentBatch, SampleBatch
-from league.runtime.actors import call
-from league.flow.stages import Operator
-from league.replay import MultiAgentReplayBuffer, PrioritizedReplayBuffer, ReplayBuffer
+from league.batch import SampleBatch
+from league.flow.replay_ops import CountTrainSteps, IntensityGatedReplay, UpdatePriorities
+from league.replay import DISCOUNTS, N_STEP_RETURNS, NEXT_ACTION_MASK, MultiAgentReplayBuffer, NStepWriter
+from league.replay import PrioritizedSampler, ReplayBuffer, RingStorage, UniformSampler, n_step_transitions
 from league.sampling.versioning import WEIGHTS_VERSION
 
+# The replay operators and n_step_transitions moved to league.flow.replay_ops and
+# league.replay; their names stay importable from here.
 __all__ = ["DQNConfig", "DQN", "n_step_transitions", "IntensityGatedReplay", "UpdatePriorities", "CountTrainSteps"]
 
 TARGET_MODEL = "target_model"
-N_STEP_RETURNS = "n_step_returns"
-DISCOUNTS = "discounts"
-NEXT_ACTION_MASK = "next_action_mask"
 TD_ERROR = "td_error"
 
 
@@ -114,46 +117,6 @@ class DQNConfig:
             raise ValueError(f"dqn.max_grad_norm must be positive or None, got {self.max_grad_norm}")
 
 
-def n_step_transitions(
-    obs: np.ndarray, masks: np.ndarray, rewards: np.ndarray,
-    next_obs: np.ndarray | None, next_mask: np.ndarray | None, n: int, gamma: float,
-) -> dict[str, np.ndarray]:
-    """n-step transitions for one chunk of ``T`` consecutive rows of one agent's episode.
-
-    ``next_obs``/``next_mask`` describe the state after the chunk's last row; ``None``
-    means the chunk ended in termination. Row ``t`` sums ``k = min(n, T - t)`` rewards, so
-    rows within ``n`` of the chunk's end look only as far as the state after the chunk, and
-    bootstraps from row ``t + k``'s state with discount ``gamma**k`` (0 when that state is
-    the terminal one). Returns ``n_step_returns``, ``discounts`` (float32 ``[T]``),
-    ``next_obs`` and ``next_action_mask`` (that state's observation and mask; zeros and
-    ones after termination).
-    """
-    steps = len(rewards)
-    terminated = next_obs is None
-    if terminated:
-        next_obs = np.zeros_like(obs[:1])
-        next_mask = np.ones_like(masks[:1])
-    else:
-        next_obs = np.asarray(next_obs, dtype=obs.dtype).reshape(obs[:1].shape)
-        next_mask = (np.ones_like(masks[:1]) if next_mask is None
-                     else np.asarray(next_mask, dtype=masks.dtype).reshape(masks[:1].shape))
-    k = np.minimum(n, steps - np.arange(steps))
-    # Zero padding makes every window n long; the rewards past the chunk it adds are 0.
-    padded = np.concatenate([rewards.astype(np.float64), np.zeros(n - 1)])
-    windows = np.lib.stride_tricks.sliding_window_view(padded, n)
-    returns = windows @ (float(gamma) ** np.arange(n))
-    discounts = float(gamma) ** k
-    bootstrap_row = np.arange(steps) + k  # == steps: the state after the chunk
-    if terminated:
-        discounts[bootstrap_row == steps] = 0.0
-    return {
-        N_STEP_RETURNS: returns.astype(np.float32),
-        DISCOUNTS: discounts.astype(np.float32),
-        C.NEXT_OBS: np.concatenate([obs, next_obs])[bootstrap_row],
-        NEXT_ACTION_MASK: np.concatenate([masks, next_mask])[bootstrap_row],
-    }
-
-
 class DQN(Algorithm):
     """Double, dueling, n-step, prioritized DQN for discrete (optionally masked) actions."""
 
@@ -176,15 +139,14 @@ class DQN(Algorithm):
         return EpsilonGreedyQPolicy(self.make_model(), self.epsilon_schedule(), learns=learns, seed=seed)
 
     def postprocess_trajectory(self, traj: SampleBatch, next_step: Mapping[str, np.ndarray] | None) -> SampleBatch:
-        """Adds the n-step columns of :func:`n_step_transitions` to one chunk."""
-        cfg = self.config
+        """Adds each row's successor state, ``next_obs`` and ``next_action_mask`` (zeros and
+        ones after termination): the one-step transitions the replay buffer's
+        :class:`~league.replay.NStepWriter` turns into n-step ones."""
         next_obs = None if next_step is None else next_step[C.OBS]
         next_mask = None if next_step is None else next_step.get(C.ACTION_MASK)
-        columns = n_step_transitions(
-            traj[C.OBS], traj[C.ACTION_MASK], traj[C.REWARDS], next_obs, next_mask, cfg.n_step, cfg.gamma
-        )
-        for name, column in columns.items():
-            traj[name] = column
+        columns = n_step_transitions(traj[C.OBS], traj[C.ACTION_MASK], traj[C.REWARDS], next_obs, next_mask, 1, 1.0)
+        traj[C.NEXT_OBS] = columns[C.NEXT_OBS]
+        traj[NEXT_ACTION_MASK] = columns[NEXT_ACTION_MASK]
         return traj
 
     # Learner side ---------------------------------------------------------------
@@ -268,13 +230,12 @@ class DQN(Algorithm):
 
     # Plan ----------------------------------------------------------------------
     def make_replay_buffer(self) -> MultiAgentReplayBuffer:
-        """A per-policy replay buffer as configured (prioritized or uniform)."""
+        """Per-policy buffers of ``buffer_size`` rows: the C++ ring, a prioritized (``alpha``,
+        ``beta``) or uniform sampler, and an ``n_step``/``gamma`` :class:`~league.replay.NStepWriter`."""
         cfg = self.config
-        if cfg.prioritized_replay:
-            return MultiAgentReplayBuffer(
-                PrioritizedReplayBuffer, capacity=cfg.buffer_size, alpha=cfg.alpha, seed=cfg.replay_seed
-            )
-        return MultiAgentReplayBuffer(ReplayBuffer, capacity=cfg.buffer_size, seed=cfg.replay_seed)
+        sampler = PrioritizedSampler(cfg.alpha, cfg.beta) if cfg.prioritized_replay else UniformSampler()
+        composition = ReplayBuffer(RingStorage(cfg.buffer_size), sampler, NStepWriter(cfg.n_step, cfg.gamma))
+        return MultiAgentReplayBuffer(composition, seed=cfg.replay_seed)
 
     def plan_fragment(
         self, rollouts: Any, learner: Any, policy_ids: list[str], buffer: MultiAgentReplayBuffer | None = None
@@ -297,12 +258,12 @@ class DQN(Algorithm):
         beta = LinearSchedule(cfg.beta, cfg.beta_final, cfg.beta_steps) if cfg.prioritized_replay else None
         replay_view = IntensityGatedReplay(
             buffer, policy_ids, max(cfg.learning_starts, cfg.train_batch_size), cfg.training_intensity, beta,
-            learner=learner,
+            learner=learner, version_column=WEIGHTS_VERSION,
         )
         store = rollouts.for_each(SelectExperiences(policy_ids)).for_each(StoreToReplayBuffer(replay_view))
         replay = Replay(replay_view, cfg.train_batch_size).for_each(TrainOneStep(FreshRowsLearner(learner), policy_ids))
         if cfg.prioritized_replay:
-            replay = replay.for_each(UpdatePriorities(buffer, policy_ids, cfg.priority_eps))
+            replay = replay.for_each(UpdatePriorities(buffer, policy_ids, cfg.priority_eps, stats_key=TD_ERROR))
         # A counter of this fragment's own: plan-wide trained-step counters also count
         # other policies' fragments when several run in one plan.
         counter = f"num_train_steps[{','.join(policy_ids)}]"
@@ -312,148 +273,3 @@ class DQN(Algorithm):
         return Concurrently(
             [store, replay], mode="round_robin", output_indexes=[1], round_robin_weights=[1, "*"], name="DQN"
         )
-
-
-class IntensityGatedReplay:
-    """A DQN fragment's face of its multi-agent replay buffer, for ``StoreToReplayBuffer`` and ``Replay``.
-
-    ``add`` stores a ``MultiAgentBatch`` and counts its rows of ``policy_ids``.
-    ``sample(n)`` returns a ``MultiAgentBatch`` with ``n`` replayed rows per policy, or
-    ``None`` (``Replay`` then yields ``NOT_READY``) while some policy holds fewer than
-    ``min_size`` rows, or while replayed rows already reach ``training_intensity`` times
-    the rows stored since training began. That keeps the replay ratio independent of
-    how large the samplers' batches are. Prioritized draws use ``beta_schedule(draws)``.
-
-    With a ``learner`` (anything with ``policy_versions``), each ``add`` first asks it for
-    the policies' epochs: a policy whose epoch moved on (reset, restore) has its buffer
-    emptied and the ``min_size`` gate closed again, and rows stamped with a version from
-    before the epoch are not stored (counted in :attr:`old_epoch_rows_dropped`; emptied
-    buffers in :attr:`buffer_resets`).
-    """
-
-    def __init__(
-        self,
-        buffer: MultiAgentReplayBuffer,
-        policy_ids: list[str],
-        min_size: int,
-        training_intensity: float,
-        beta_schedule: Schedule | None = None,
-        learner: Any = None,
-    ) -> None:
-        self.buffer = buffer
-        self.policy_ids = list(policy_ids)
-        self.min_size = min_size
-        self.training_intensity = training_intensity
-        self.beta_schedule = beta_schedule
-        self.learner = learner if learner is not None and hasattr(learner, "policy_versions") else None
-        self.rows_stored = 0  # per policy on average, since training began
-        self.rows_replayed = 0  # per policy
-        self.draws = 0
-        self.old_epoch_rows_dropped = 0
-        self.buffer_resets = 0
-        self._epochs: dict[str, int] = {}  # the epoch each policy's stored rows belong to
-        self._started = False
-
-    def add(self, batch: MultiAgentBatch) -> None:
-        """Store ``batch`` in the buffer (minus rows of a past epoch; see the class docstring)."""
-        if self.learner is not None:
-            batch = self._current_epoch_rows(batch)
-        self.buffer.add(batch)
-        if self._started:
-            rows = sum(len(batch[p]) for p in self.policy_ids if p in batch)
-            self.rows_stored += rows / len(self.policy_ids)
-
-    def _current_epoch_rows(self, batch: MultiAgentBatch) -> MultiAgentBatch:
-        """``batch`` without rows older than their policy's epoch; empties the buffer of a policy in a new epoch."""
-        pids = [p for p in self.policy_ids if p in batch.policy_batches]
-        if not pids:
-            return batch
-        epochs = call(self.learner, "policy_versions", pids)
-        parts = dict(batch.policy_batches)
-        for pid in pids:
-            epoch = int(epochs[pid][1])
-            if pid in self._epochs and epoch != self._epochs[pid]:
-                self._forget(pid)
-            self._epochs[pid] = epoch
-            rows = parts[pid]
-            if WEIGHTS_VERSION in rows:
-                keep = np.asarray(rows[WEIGHTS_VERSION]) >= epoch
-                if not keep.all():
-                    self.old_epoch_rows_dropped += int((~keep).sum())
-                    parts[pid] = rows[np.flatnonzero(keep)]
-        return MultiAgentBatch({p: b for p, b in parts.items() if len(b)}, batch.env_steps)
-
-    def _forget(self, pid: str) -> None:
-        """Empty ``pid``'s buffer (a fresh one is made on the next add) and wait for ``min_size`` rows again."""
-        self.buffer.buffers.pop(pid, None)
-        self.buffer_resets += 1
-        self._started = False
-        self.rows_stored = self.rows_replayed = 0
-
-    def sample(self, batch_size: int) -> MultiAgentBatch | None:
-        """A replayed batch per policy, or ``None`` (see class docstring)."""
-        if not self._started:
-            if any(len(self.buffer.buffers.get(p, ())) < self.min_size for p in self.policy_ids):
-                return None
-            self._started = True
-        elif self.rows_replayed >= self.training_intensity * self.rows_stored:
-            return None
-        kwargs = {} if self.beta_schedule is None else {"beta": self.beta_schedule(self.draws)}
-        parts = {p: self.buffer.sample(p, batch_size, **kwargs) for p in self.policy_ids}
-        self.draws += 1
-        self.rows_replayed += batch_size
-        return MultiAgentBatch(parts, batch_size)
-
-
-class UpdatePriorities(Operator):
-    """Sets replayed rows' priorities to ``|TD error| + eps`` after a training step.
-
-    Takes a :class:`~league.flow.TrainResult` whose batch holds ``batch_indexes`` per
-    policy and whose statistics hold ``td_error`` arrays; removes those arrays from the
-    statistics (which the plan's metrics share) and passes the result on.
-    """
-
-    def __init__(self, buffer: MultiAgentReplayBuffer, policy_ids: list[str], eps: float = 1e-6) -> None:
-        if not callable(getattr(buffer, "update_priorities", None)):
-            raise TypeError(f"UpdatePriorities needs update_priorities() on the buffer: {type(buffer).__name__}")
-        if not eps > 0:
-            raise ValueError(f"UpdatePriorities eps must be positive, got {eps}")
-        self.buffer = buffer
-        self.policy_ids = list(policy_ids)
-        self.eps = float(eps)
-
-    def describe(self) -> str:
-        return f"UpdatePriorities(policies={self.policy_ids}, eps={self.eps:g})"
-
-    def __call__(self, item: Any, metrics: Any) -> Any:
-        batch, stats = item
-        for pid in self.policy_ids:
-            if pid not in stats:  # not trained this step (e.g. frozen, or every row from a past epoch)
-                continue
-            td_error = stats[pid].pop(TD_ERROR, None)
-            if td_error is None:
-                raise ValueError(f"learner stats of policy '{pid}' lack the '{TD_ERROR}' array")
-            indexes = batch[pid][C.BATCH_INDEXES]
-            trained = stats[pid].get("rows_trained")
-            if trained is not None and int(trained) != len(indexes):
-                # The learner dropped rows of a past epoch: which TD error is whose is unknown,
-                # and the buffer holding them is emptied when the next rows are stored.
-                continue
-            if len(td_error) != len(indexes):
-                raise ValueError(f"policy '{pid}': {len(td_error)} TD errors for {len(indexes)} replayed rows")
-            self.buffer.update_priorities(pid, indexes, np.abs(td_error).astype(np.float64) + self.eps)
-        return item
-
-
-class CountTrainSteps(Operator):
-    """Adds 1 to the plan counter ``counter`` per item and passes the item on."""
-
-    def __init__(self, counter: str) -> None:
-        self.counter = counter
-
-    def describe(self) -> str:
-        return f"CountTrainSteps({self.counter!r})"
-
-    def __call__(self, item: Any, metrics: Any) -> Any:
-        metrics.counters[self.counter] += 1
-        return item

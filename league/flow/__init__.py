@@ -38,6 +38,7 @@ from league.flow.metrics import (
     PlanMetrics,
     Timer,
 )
+from league.flow.replay_ops import CountTrainSteps, IntensityGatedReplay, UpdatePriorities
 from league.flow.reporting import StandardMetricsReporting, summarize_episodes
 from league.flow.sources import Dequeue, ParallelIterator, ParallelRollouts, Replay
 from league.flow.stages import NOT_READY, Operator
