@@ -31,6 +31,7 @@ import torch
 from league.learn.algorithm import Algorithm
 from league.checkpoint import Checkpoint, CheckpointError, check_compatible, find_checkpoint, read_checkpoint
 from league.population.payoff import PayoffTable
+from league.runtime.faces import LearnerFace
 
 if TYPE_CHECKING:
     from league.leagues import TrainingLeague
@@ -112,7 +113,7 @@ def restore_league(checkpoint: Checkpoint, league: TrainingLeague) -> RestoredLe
     return RestoredLeague(payoff, win_rates, None if best is None else float(best), counters)
 
 
-def restore_learner(learner: Any, checkpoint: Checkpoint, policy_ids: list[str]) -> None:
+def restore_learner(learner: LearnerFace, checkpoint: Checkpoint, policy_ids: list[str]) -> None:
     """Load each learning policy's saved learner state into ``learner`` (a Learner or LearnerGroup)."""
     for pid in policy_ids:
         try:

@@ -31,7 +31,9 @@ from league.learn.recovery import LearnerDied, find_learner_died
 from league.leagues import TrainingLeague, make_league
 from league.leagues.builder import SELFPLAY_MAIN, learning_policy_ids
 from league.metrics_log import MetricsLogger
-from league.progress import NoProgress, make_progress
+from league.population.payoff import PayoffTable
+from league.population.selfplay import SelfPlayPool
+from league.progress import NoProgress, ProgressReporter, make_progress
 from league.resume import driver_rng_state, load_resume_checkpoint, restore_league, restore_learner, set_driver_rng_state
 from league.run import build, records
 from league.run.records import RunClock, stop_reached
@@ -83,7 +85,7 @@ class Trainer:
         self.learner: LearnerHandle | None = None
         self.league: TrainingLeague | None = None
         self.logger: MetricsLogger | None = None
-        self.progress: Any = NoProgress()
+        self.progress: ProgressReporter = NoProgress()
         self.learner_restores = 0
         self._initial_states: dict[str, bytes] = {}  # each learning policy's state at its creation
         self._plan: PlanFace | None = None  # built by setup()
@@ -110,12 +112,12 @@ class Trainer:
         return self.evaluation.win_rates
 
     @property
-    def pool(self) -> Any:
+    def pool(self) -> SelfPlayPool | None:
         """The self-play pool of a ``selfplay`` league, else None."""
         return getattr(self.league, "pool", None)
 
     @property
-    def payoff(self) -> Any:
+    def payoff(self) -> PayoffTable:
         """The league's payoff table."""
         return self.league.payoff
 

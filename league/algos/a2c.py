@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -26,6 +26,10 @@ from league.algos.distributions import entropy, log_prob, masked_log_probs
 from league.algos.sgd import check_max_policy_lag
 from league.batch import Columns as C
 from league.batch import SampleBatch
+
+if TYPE_CHECKING:
+    from league.flow.iterators import LocalIterator
+    from league.runtime.faces import LearnerHandle
 
 __all__ = ["A2CConfig", "A2C"]
 
@@ -122,7 +126,7 @@ class A2C(GAEActorCritic):
         state.model.zero_grad(set_to_none=True)
         return grads, stats
 
-    def plan_fragment(self, rollouts: Any, learner: Any, policy_ids: list[str]) -> Any:
+    def plan_fragment(self, rollouts: LocalIterator, learner: LearnerHandle, policy_ids: list[str]) -> LocalIterator:
         """Rollouts -> SelectExperiences -> ConcatBatches -> TrainOneStep
         (or -> ComputeGradients -> ApplyGradients with ``plan="a3c"``); gradients come from
         fresh rows only (see :class:`~league.learn.staleness.FreshRowsLearner`)."""

@@ -16,9 +16,13 @@ trains whichever fragment has a batch ready.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from league.learn.algorithm import Algorithm
+
+if TYPE_CHECKING:
+    from league.flow.iterators import LocalIterator
+    from league.runtime.faces import LearnerHandle, SamplerHandle
 
 __all__ = ["build_multi_policy_plan", "MERGE_MODES"]
 
@@ -27,15 +31,15 @@ MERGE_MODES = ("async", "round_robin")
 
 
 def build_multi_policy_plan(
-    rollouts: Any,
-    learner: Any,
-    samplers: Sequence[Any],
+    rollouts: LocalIterator,
+    learner: LearnerHandle,
+    samplers: Sequence[SamplerHandle],
     algorithms: Mapping[str, Algorithm],
     max_skew: int = 1,
     mode: str = "async",
     broadcast_every_env_steps: int = 1,
     max_broadcasts_in_flight: int = 1,
-) -> Any:
+) -> LocalIterator:
     """The merged plan for ``algorithms`` (policy id -> its algorithm); one item per training step.
 
     ``max_skew`` bounds how many rollout items one fragment's copy may run ahead of the

@@ -35,7 +35,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -52,6 +52,10 @@ from league.flow.replay_ops import CountTrainSteps, IntensityGatedReplay, Update
 from league.replay import DISCOUNTS, N_STEP_RETURNS, NEXT_ACTION_MASK, MultiAgentReplayBuffer, NStepWriter
 from league.replay import PrioritizedSampler, ReplayBuffer, RingStorage, UniformSampler, n_step_transitions
 from league.sampling.versioning import WEIGHTS_VERSION
+
+if TYPE_CHECKING:
+    from league.flow.iterators import LocalIterator
+    from league.runtime.faces import LearnerHandle
 
 # The replay operators and n_step_transitions moved to league.flow.replay_ops and
 # league.replay; their names stay importable from here.
@@ -238,8 +242,8 @@ class DQN(Algorithm):
         return MultiAgentReplayBuffer(composition, seed=cfg.replay_seed)
 
     def plan_fragment(
-        self, rollouts: Any, learner: Any, policy_ids: list[str], buffer: MultiAgentReplayBuffer | None = None
-    ) -> Any:
+        self, rollouts: LocalIterator, learner: LearnerHandle, policy_ids: list[str], buffer: MultiAgentReplayBuffer | None = None
+    ) -> LocalIterator:
         """Store branch and replay branch, taking turns; outputs one item per training step::
 
             [0] rollouts -> SelectExperiences -> StoreToReplayBuffer

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import torch
@@ -37,6 +37,11 @@ from league.algos.sgd import check_max_policy_lag, check_minibatch_size, minibat
 from league.algos.vtrace import chunk_ends, vtrace
 from league.batch import Columns as C
 from league.batch import SampleBatch
+
+if TYPE_CHECKING:
+    from league.flow.iterators import LocalIterator
+    from league.runtime.faces import LearnerHandle
+    from league.learn.learner_thread import LearnerThread
 
 __all__ = ["IMPALAConfig", "APPOConfig", "IMPALA", "APPO", "learner_thread_plan", "BOOTSTRAP_OBS", "LEARNER_LOGP"]
 
@@ -229,7 +234,7 @@ class IMPALA(ActorCriticAlgorithm):
         """IMPALA's V-trace policy gradient loss ``-mean(logp * pg_advantage)``."""
         return -(logp * mb[C.ADVANTAGES]).mean(), {}
 
-    def plan_fragment(self, rollouts: Any, learner: Any, policy_ids: list[str]) -> Any:
+    def plan_fragment(self, rollouts: LocalIterator, learner: LearnerHandle, policy_ids: list[str]) -> LocalIterator:
         """Rollouts -> SelectExperiences -> ConcatBatches -> Enqueue(learner thread); outputs its results.
 
         The learner thread starts on the plan's first pull and stops when the plan is
@@ -267,8 +272,8 @@ class APPO(IMPALA):
 
 
 def learner_thread_plan(
-    rollouts: Any, thread: Any, policy_ids: list[str], train_batch_size: int, enqueue_timeout_s: float = 300.0
-) -> Any:
+    rollouts: LocalIterator, thread: LearnerThread, policy_ids: list[str], train_batch_size: int, enqueue_timeout_s: float = 300.0
+) -> LocalIterator:
     """Feed ``thread`` (a :class:`~league.learn.learner_thread.LearnerThread`) from ``rollouts``;
     the plan's items are the thread's :class:`~league.learn.learner_thread.LearnerThreadResult` s.
 

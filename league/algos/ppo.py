@@ -26,7 +26,7 @@ import dataclasses
 import functools
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -38,6 +38,10 @@ from league.algos.schedules import LinearSchedule
 from league.algos.sgd import check_max_policy_lag, check_minibatch_size, minibatch_sgd
 from league.batch import Columns as C
 from league.batch import SampleBatch
+
+if TYPE_CHECKING:
+    from league.flow.iterators import LocalIterator
+    from league.runtime.faces import LearnerHandle
 
 __all__ = ["PPOConfig", "PPO", "ppo_loss_terms", "PPO_STATS", "PPO_INPUTS"]
 
@@ -170,7 +174,7 @@ class PPO(GAEActorCritic):
             loss_terms, PPO_STATS, states, batches, PPO_INPUTS, cfg.num_epochs, cfg.minibatch_size, cfg.max_grad_norm, "PPO"
         )
 
-    def plan_fragment(self, rollouts: Any, learner: Any, policy_ids: list[str]) -> Any:
+    def plan_fragment(self, rollouts: LocalIterator, learner: LearnerHandle, policy_ids: list[str]) -> LocalIterator:
         """Rollouts -> SelectExperiences -> ConcatBatches -> TrainOneStep (fresh rows only).
 
         The learner drops, in the same call as the update, each row more than

@@ -31,9 +31,12 @@ import sys
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from league.population.scripted import scripted_factory
+
+if TYPE_CHECKING:
+    from league.policy import PolicyFactory
 
 __all__ = ["EvalArgs", "PairResult", "parse_args", "evaluate_checkpoint", "main"]
 
@@ -148,7 +151,7 @@ def evaluate_checkpoint(
     unknown = [p for p in players if p not in ckpt.policies]
     if unknown:
         raise ValueError(f"policies {unknown} are not in the checkpoint; it holds {sorted(ckpt.policies)}")
-    factories: dict[str, Any] = {}
+    factories: dict[str, PolicyFactory] = {}
     for pid in dict.fromkeys([*players, *opponents]):
         if pid in ckpt.policies:
             name, params = _algorithm_params(ckpt.config, pid)

@@ -14,15 +14,18 @@ off-policy learner over a :class:`~league.replay.MultiAgentReplayBuffer` may.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from league.batch import Columns as C
 from league.batch import MultiAgentBatch
+from league.flow.metrics import PlanMetrics
 from league.flow.stages import Operator
 from league.replay import MultiAgentReplayBuffer
 from league.runtime.actors import call
+from league.runtime.faces import LearnerHandle
 
 __all__ = ["IntensityGatedReplay", "UpdatePriorities", "CountTrainSteps"]
 
@@ -51,8 +54,8 @@ class IntensityGatedReplay:
         policy_ids: list[str],
         min_size: int,
         training_intensity: float,
-        beta_schedule: Any = None,
-        learner: Any = None,
+        beta_schedule: Callable[[int], float] | None = None,
+        learner: LearnerHandle | None = None,
         version_column: str = "weights_version",
     ) -> None:
         if not training_intensity > 0:
@@ -146,7 +149,7 @@ class UpdatePriorities(Operator):
     def describe(self) -> str:
         return f"UpdatePriorities(policies={self.policy_ids}, eps={self.eps:g})"
 
-    def __call__(self, item: Any, metrics: Any) -> Any:
+    def __call__(self, item: Any, metrics: PlanMetrics) -> Any:
         batch, stats = item
         for pid in self.policy_ids:
             if pid not in stats:  # not trained this step (e.g. frozen, or every row from a past epoch)
@@ -175,6 +178,6 @@ class CountTrainSteps(Operator):
     def describe(self) -> str:
         return f"CountTrainSteps({self.counter!r})"
 
-    def __call__(self, item: Any, metrics: Any) -> Any:
+    def __call__(self, item: Any, metrics: PlanMetrics) -> Any:
         metrics.counters[self.counter] += 1
         return item

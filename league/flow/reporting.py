@@ -11,6 +11,7 @@ from league.flow.iterators import LocalIterator
 from league.flow.metrics import NUM_AGENT_STEPS_SAMPLED, NUM_ENV_STEPS_SAMPLED, NUM_ENV_STEPS_TRAINED, PlanMetrics
 from league.flow.stages import Operator
 from league.runtime.actors import call_all
+from league.runtime.faces import SamplerHandle
 
 __all__ = ["StandardMetricsReporting", "summarize_episodes"]
 
@@ -43,7 +44,7 @@ class _ReportMetrics(Operator):
 
     kind = "combine"
 
-    def __init__(self, samplers: Sequence[Any], report_interval_s: float, min_env_steps: int) -> None:
+    def __init__(self, samplers: Sequence[SamplerHandle], report_interval_s: float, min_env_steps: int) -> None:
         self.samplers = list(samplers)
         self.report_interval_s = report_interval_s
         self.min_env_steps = min_env_steps
@@ -102,7 +103,7 @@ class _ReportMetrics(Operator):
 
 def StandardMetricsReporting(  # noqa: N802 - named like an operator, as plans read
     iterator: LocalIterator,
-    samplers: Sequence[Any],
+    samplers: Sequence[SamplerHandle],
     report_interval_s: float = 0.0,
     min_env_steps: int = 0,
 ) -> LocalIterator:

@@ -17,6 +17,7 @@ from league.flow.iterators import LocalIterator
 from league.flow.metrics import NUM_AGENT_STEPS_SAMPLED, NUM_ENV_STEPS_SAMPLED, NUM_SAMPLER_RESTARTS, PlanMetrics
 from league.flow.stages import NOT_READY, SourceStage
 from league.runtime.actors import call, call_all, check_same_kind, submit
+from league.runtime.faces import SamplerHandle
 from league.runtime.recovery import RestartingSamplers
 
 __all__ = ["ParallelIterator", "ParallelRollouts", "Replay", "Dequeue"]
@@ -143,7 +144,7 @@ def _count_sampled(batch: Any, metrics: PlanMetrics) -> None:
 
 
 def ParallelRollouts(  # noqa: N802 - named like an operator, as plans read
-    samplers: Sequence[Any],
+    samplers: Sequence[SamplerHandle],
     mode: str = "bulk_sync",
     num_async: int = 1,
     poll_s: float = 0.001,

@@ -26,6 +26,7 @@ from league.flow.metrics import (
 )
 from league.flow.stages import Operator
 from league.runtime.actors import call, is_ray_actor, submit
+from league.runtime.faces import LearnerHandle, SamplerHandle
 from league.runtime.recovery import on_sampler_restart
 
 __all__ = ["TrainResult", "Gradients", "TrainOneStep", "ComputeGradients", "ApplyGradients", "UpdateTargetNetwork", "BroadcastWeights"]
@@ -60,7 +61,7 @@ def _as_multi_agent(item: Any, op: str) -> MultiAgentBatch:
     return item
 
 
-def _record_stats(stats: Any, metrics: PlanMetrics, learner: Any, method: str) -> dict[str, dict[str, float]]:
+def _record_stats(stats: Any, metrics: PlanMetrics, learner: LearnerHandle, method: str) -> dict[str, dict[str, float]]:
     if stats is None:
         return {}
     if not isinstance(stats, dict):
@@ -87,7 +88,7 @@ class TrainOneStep(Operator):
 
     def __init__(
         self,
-        learner: Any,
+        learner: LearnerHandle,
         policy_ids: Iterable[str] | None = None,
         num_epochs: int = 1,
         minibatch_size: int | None = None,
@@ -124,7 +125,7 @@ class TrainOneStep(Operator):
 class ComputeGradients(Operator):
     """Calls ``learner.compute_gradients(batch)``; outputs :class:`Gradients`."""
 
-    def __init__(self, learner: Any) -> None:
+    def __init__(self, learner: LearnerHandle) -> None:
         self.learner = learner
 
     def __call__(self, item: Any, metrics: PlanMetrics) -> Gradients:
@@ -141,7 +142,7 @@ class ApplyGradients(Operator):
     returned by the learner is recorded as learner statistics.
     """
 
-    def __init__(self, learner: Any) -> None:
+    def __init__(self, learner: LearnerHandle) -> None:
         self.learner = learner
 
     def __call__(self, item: Any, metrics: PlanMetrics) -> Any:
@@ -164,7 +165,7 @@ class UpdateTargetNetwork(Operator):
 
     def __init__(
         self,
-        learner: Any,
+        learner: LearnerHandle,
         policy_ids: Iterable[str] | None,
         every_n_steps: int,
         counter: str = NUM_ENV_STEPS_TRAINED,
@@ -208,8 +209,8 @@ class BroadcastWeights(Operator):
 
     def __init__(
         self,
-        learner: Any,
-        samplers: Sequence[Any],
+        learner: LearnerHandle,
+        samplers: Sequence[SamplerHandle],
         policy_ids: Iterable[str] | None = None,
         wait: bool = False,
         every_env_steps: int = 0,
@@ -255,7 +256,7 @@ class BroadcastWeights(Operator):
         self._last_sampled = sampled
         return True
 
-    def resend(self, sampler: Any) -> Any:
+    def resend(self, sampler: SamplerHandle) -> Any:
         """Send the learner's current weights to one sampler (e.g. restarted); the call's ObjectRef."""
         weights = submit(self.learner, "get_weights", self.policy_ids)
         if not is_ray_actor(sampler) and is_ray_actor(self.learner):

@@ -16,7 +16,9 @@ from typing import Any
 
 import numpy as np
 
+from league.policy import PolicyFactory
 from league.runtime.actors import resolve_lenient, share, submit
+from league.runtime.faces import LearnerHandle, SamplerHandle
 from league.population.payoff import PayoffTable
 from league.sampling.matchups import Matchup, MatchupSource
 
@@ -25,7 +27,7 @@ __all__ = ["TrainingLeague", "Weights", "load_frozen_policies"]
 Weights = dict[str, np.ndarray]
 
 
-def load_frozen_policies(samplers: Sequence[Any], policies: Mapping[str, tuple[Any, Weights | None]]) -> None:
+def load_frozen_policies(samplers: Sequence[SamplerHandle], policies: Mapping[str, tuple[PolicyFactory, Weights | None]]) -> None:
     """Add frozen policies ``{policy_id: (factory, weights)}`` to every sampler and wait (a
     sampler being restarted gets every frozen policy again from its restart hook)."""
     if not policies:
@@ -51,7 +53,7 @@ class TrainingLeague(ABC):
         """Head-to-head results of the league's players."""
 
     @abstractmethod
-    def frozen_policies(self) -> dict[str, tuple[Any, Weights | None]]:
+    def frozen_policies(self) -> dict[str, tuple[PolicyFactory, Weights | None]]:
         """Every non-learning policy samplers need: ``{policy_id: (factory, weights or None)}``."""
 
     @abstractmethod
@@ -63,10 +65,10 @@ class TrainingLeague(ABC):
         """Feed finished training (or league-scheduled evaluation) episodes to the league."""
 
     @abstractmethod
-    def update(self, iteration: int, counters: Mapping[str, int], learner: Any, samplers: Sequence[Any]) -> None:
+    def update(self, iteration: int, counters: Mapping[str, int], learner: LearnerHandle, samplers: Sequence[SamplerHandle]) -> None:
         """After an iteration: take snapshots / reset players as due, on samplers and learner."""
 
-    def bind(self, samplers: Sequence[Any], initial_states: Mapping[str, bytes]) -> None:
+    def bind(self, samplers: Sequence[SamplerHandle], initial_states: Mapping[str, bytes]) -> None:
         """The run's samplers, once they exist (before the first iteration), and every learning
         policy's learner state at its creation (``Learner.get_state``)."""
         self.samplers = list(samplers)
@@ -75,11 +77,11 @@ class TrainingLeague(ABC):
         """Matchups of league-scheduled evaluation games (none by default)."""
         return []
 
-    def metrics(self, iteration: int, learner: Any) -> dict[str, Any]:
+    def metrics(self, iteration: int, learner: LearnerHandle) -> dict[str, Any]:
         """Fields this league adds to an iteration's metrics row."""
         return {}
 
-    def restore_on(self, sampler: Any) -> list[Any]:
+    def restore_on(self, sampler: SamplerHandle) -> list[Any]:
         """Re-send frozen policies and the matchup source to a restarted sampler (pending calls)."""
         calls = []
         for pid, (factory, weights) in self.frozen_policies().items():

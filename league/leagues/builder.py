@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from league.envs.registry import openspiel_game_of
 from league.leagues.base import TrainingLeague
@@ -13,12 +13,18 @@ from league.population.recipes import build_league
 from league.population.scripted import scripted_factory
 from league.population.selfplay import SelfPlayPool
 
+if TYPE_CHECKING:
+    from league.config import RunConfig
+    from league.envs.base import AgentSpec
+    from league.learn.algorithm import Algorithm
+    from league.leagues.exact import ExactMetaGame
+
 __all__ = ["learning_policy_ids", "make_league"]
 
 SELFPLAY_MAIN = "main"
 
 
-def learning_policy_ids(cfg: Any) -> list[str]:
+def learning_policy_ids(cfg: RunConfig) -> list[str]:
     """Ids of the learning policies of a run: ``policies`` keys, the recipe's learning players, or ``main``."""
     if cfg.policies:
         return list(cfg.policies)
@@ -27,7 +33,7 @@ def learning_policy_ids(cfg: Any) -> list[str]:
     return build_league(cfg.league).learning
 
 
-def _exact_evaluator(cfg: Any) -> Any:
+def _exact_evaluator(cfg: RunConfig) -> ExactMetaGame:
     """The exact evaluator of an OpenSpiel run, built from an env made exactly as the
     samplers make theirs (``cfg.env.name`` and ``cfg.env.kwargs``), so it scores the same
     game (parameters included) and shows policies the same observations."""
@@ -42,7 +48,7 @@ def _exact_evaluator(cfg: Any) -> Any:
 
 
 def make_league(
-    cfg: Any, algorithms: Mapping[str, Any], spec: Any, agents: Sequence[str], remote: bool
+    cfg: RunConfig, algorithms: Mapping[str, Algorithm], spec: AgentSpec, agents: Sequence[str], remote: bool
 ) -> TrainingLeague:
     """The run's :class:`TrainingLeague`: several ``policies`` just play each other (:class:`PolicyPairs`)."""
     league = cfg.league

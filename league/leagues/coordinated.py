@@ -29,7 +29,7 @@ source. Meanwhile samplers replay their last batch of matchups.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from league.leagues.base import TrainingLeague, Weights, load_frozen_policies
 from league.leagues.remote_coordinator import make_remote_coordinator, remote_refill
@@ -37,8 +37,14 @@ from league.population.coordinator import LeagueCoordinator, ResetAction, Snapsh
 from league.population.evaluation import EvaluationScheduler
 from league.population.payoff import PayoffTable
 from league.population.recipes import LeagueRecipe
+from league.policy import PolicyFactory
 from league.runtime.actors import call, is_actor_death, is_ray_actor, resolve_lenient, submit
+from league.runtime.faces import LearnerHandle, SamplerHandle
 from league.sampling.matchups import Matchup, MatchupBatch, MatchupSource
+
+if TYPE_CHECKING:
+    from league.learn.algorithm import Algorithm
+    from league.leagues.exact import ExactMetaGame
 
 __all__ = ["CoordinatedLeague", "steps_counter"]
 
@@ -75,15 +81,15 @@ class CoordinatedLeague(TrainingLeague):
         self,
         recipe: LeagueRecipe,
         agents: Sequence[str],
-        algorithms: Mapping[str, Any],
-        scripted: Mapping[str, Any],
+        algorithms: Mapping[str, Algorithm],
+        scripted: Mapping[str, PolicyFactory],
         payoff: PayoffTable,
         remote: bool,
         matchup_batch: int = 64,
         eval_pairs: int = 0,
         eval_episodes_per_pair: int = 8,
         meta_game_episodes: int = 8,
-        exact: Any = None,
+        exact: ExactMetaGame | None = None,
         exploitability_interval: int = 0,
         seed: int = 0,
         save_every: int = 10,
@@ -98,7 +104,7 @@ class CoordinatedLeague(TrainingLeague):
         self.exact = exact
         self.exploitability_interval = int(exploitability_interval)
         self.save_every = int(save_every)
-        self.samplers: list[Any] = []
+        self.samplers: list[SamplerHandle] = []
         self._snapshots: dict[str, tuple[str, Weights]] = {}  # snapshot id -> (learning player, weights)
         self._initial_states: dict[str, bytes] = {}
         self._since_save: list[dict[str, Any]] = []
@@ -118,7 +124,7 @@ class CoordinatedLeague(TrainingLeague):
         self._view = call(self.coordinator, "view")
 
     # Setup ------------------------------------------------------------------------
-    def bind(self, samplers: Sequence[Any], initial_states: Mapping[str, bytes]) -> None:
+    def bind(self, samplers: Sequence[SamplerHandle], initial_states: Mapping[str, bytes]) -> None:
         """The samplers to keep in step, and each learning player's initial learner state (what a reset restores)."""
         self.samplers = list(samplers)
         self._initial_states = {pid: initial_states[pid] for pid in self.learning}
@@ -128,9 +134,9 @@ class CoordinatedLeague(TrainingLeague):
         """The payoff table as of the last refresh (once per iteration)."""
         return PayoffTable.from_dict(self._view["payoff"])
 
-    def frozen_policies(self) -> dict[str, tuple[Any, Weights | None]]:
+    def frozen_policies(self) -> dict[str, tuple[PolicyFactory, Weights | None]]:
         """Scripted members, then every snapshot with its weights."""
-        out: dict[str, tuple[Any, Weights | None]] = {pid: (f, None) for pid, f in self.scripted.items()}
+        out: dict[str, tuple[PolicyFactory, Weights | None]] = {pid: (f, None) for pid, f in self.scripted.items()}
         out.update({sid: (self.algorithms[pid], w) for sid, (pid, w) in self._snapshots.items()})
         return out
 
@@ -158,7 +164,7 @@ class CoordinatedLeague(TrainingLeague):
         return matchups
 
     # Decisions --------------------------------------------------------------------
-    def update(self, iteration: int, counters: Mapping[str, int], learner: Any, samplers: Sequence[Any]) -> None:
+    def update(self, iteration: int, counters: Mapping[str, int], learner: LearnerHandle, samplers: Sequence[SamplerHandle]) -> None:
         """Snapshots and resets due after this iteration; saves the coordinator now and then."""
         steps = {pid: int(counters.get(steps_counter(pid), 0)) for pid in self.learning}
         actions = self._call("due", steps)
@@ -181,7 +187,7 @@ class CoordinatedLeague(TrainingLeague):
             self._save()
         self._view = self._call("view")
 
-    def _reset(self, action: ResetAction, learner: Any) -> None:
+    def _reset(self, action: ResetAction, learner: LearnerHandle) -> None:
         source = action.source_id
         if source is None:
             learner.set_state(action.player_id, self._initial_states[action.player_id])
@@ -200,7 +206,7 @@ class CoordinatedLeague(TrainingLeague):
         return values
 
     # Metrics ----------------------------------------------------------------------
-    def metrics(self, iteration: int, learner: Any) -> dict[str, Any]:
+    def metrics(self, iteration: int, learner: LearnerHandle) -> dict[str, Any]:
         """Ratings and population size every iteration; exploitability every ``exploitability_interval``."""
         row: dict[str, Any] = {
             "snapshots": len(self._snapshots),
@@ -213,7 +219,7 @@ class CoordinatedLeague(TrainingLeague):
             row["coordinator_restarts"] = self.coordinator_restarts
         return row
 
-    def exploitability(self, learner: Any) -> dict[str, float]:
+    def exploitability(self, learner: LearnerHandle) -> dict[str, float]:
         """Exact exploitability of each learning player and of the league's meta-strategy
         (the Nash mixture of the frozen players' meta-game)."""
         weights = learner.get_weights(self.learning)

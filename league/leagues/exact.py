@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     import pyspiel
 
     from league.envs.openspiel_env import Observer, OpenSpielEnv
+    from league.policy import Policy, PolicyFactory
+    from league.runtime.faces import Weights
 
 __all__ = ["ExactMetaGame"]
 
@@ -75,7 +77,7 @@ class ExactMetaGame:
             )
         return cls(env.game, observation=env.observe)
 
-    def _policy(self, factory: Any, weights: Mapping[str, Any] | None) -> Any:
+    def _policy(self, factory: PolicyFactory, weights: Weights | None) -> Policy:
         policy = factory.make_policy(seed=0, learns=False)
         if weights is not None:
             policy.set_weights(dict(weights))
@@ -85,7 +87,7 @@ class ExactMetaGame:
         """Use an existing ``TabularPolicy`` for frozen policy ``policy_id`` (e.g. a CFR solution)."""
         self._tables[policy_id] = table
 
-    def table(self, policy_id: str, frozen: tuple[Any, Mapping[str, Any] | None]) -> Any:
+    def table(self, policy_id: str, frozen: tuple[PolicyFactory, Weights | None]) -> Any:
         """The cached ``TabularPolicy`` of frozen policy ``policy_id`` (``(factory, weights)``)."""
         from league.population.exploitability import tabular_policy
 
@@ -93,13 +95,15 @@ class ExactMetaGame:
             self._tables[policy_id] = tabular_policy(self.game, self._policy(*frozen), self.observation)
         return self._tables[policy_id]
 
-    def expected_return(self, a: str, frozen_a: tuple[Any, Any], b: str, frozen_b: tuple[Any, Any]) -> float:
+    def expected_return(
+        self, a: str, frozen_a: tuple[PolicyFactory, Weights | None], b: str, frozen_b: tuple[PolicyFactory, Weights | None]
+    ) -> float:
         """Expected return of frozen policy ``a`` against ``b``, both seatings averaged."""
         from league.population.exploitability import expected_returns
 
         return float(expected_returns(self.game, self.table(a, frozen_a), self.table(b, frozen_b)))
 
-    def exploitability(self, factory: Any, weights: Mapping[str, Any]) -> float:
+    def exploitability(self, factory: PolicyFactory, weights: Weights) -> float:
         """Exploitability of a (learning) policy built by ``factory`` with ``weights``,
         played as a snapshot of it would play (built with ``learns=False``: e.g. a DQN
         policy at its schedule's final epsilon)."""
@@ -107,13 +111,13 @@ class ExactMetaGame:
 
         return float(exploitability(self.game, self._policy(factory, weights), self.observation))
 
-    def meta_strategy(self, frozen: Mapping[str, tuple[Any, Any]], payoff: PayoffTable) -> dict[str, float]:
+    def meta_strategy(self, frozen: Mapping[str, tuple[PolicyFactory, Weights | None]], payoff: PayoffTable) -> dict[str, float]:
         """The Nash mixture of the frozen players under the return meta-game."""
         ids = list(frozen)
         weights = NashMatchmaker(utility="return").equilibrium(ids, payoff)
         return {pid: float(w) for pid, w in zip(ids, weights)}
 
-    def meta_strategy_exploitability(self, frozen: Mapping[str, tuple[Any, Any]], payoff: PayoffTable) -> float:
+    def meta_strategy_exploitability(self, frozen: Mapping[str, tuple[PolicyFactory, Weights | None]], payoff: PayoffTable) -> float:
         """Exploitability of :meth:`meta_strategy` played as one behaviour strategy."""
         from league.population.exploitability import mixture_exploitability
 

@@ -13,7 +13,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from league.leagues.base import TrainingLeague, Weights
+from league.policy import PolicyFactory
 from league.population.payoff import PayoffTable
+from league.runtime.faces import LearnerHandle, SamplerHandle
 from league.sampling.matchups import MatchupSource, PoolMatchups
 
 __all__ = ["PolicyPairs"]
@@ -28,7 +30,7 @@ class PolicyPairs(TrainingLeague):
         fixed: fixed members ``{policy_id: (factory, share of training games)}``.
     """
 
-    def __init__(self, learning: Sequence[str], payoff: PayoffTable, fixed: Mapping[str, tuple[Any, float]] | None = None) -> None:
+    def __init__(self, learning: Sequence[str], payoff: PayoffTable, fixed: Mapping[str, tuple[PolicyFactory, float]] | None = None) -> None:
         self.learning = list(learning)
         self._payoff = payoff
         self.fixed = dict(fixed or {})
@@ -38,7 +40,7 @@ class PolicyPairs(TrainingLeague):
         """Head-to-head results of the learning policies."""
         return self._payoff
 
-    def frozen_policies(self) -> dict[str, tuple[Any, Weights | None]]:
+    def frozen_policies(self) -> dict[str, tuple[PolicyFactory, Weights | None]]:
         """The fixed members (no weights)."""
         return {pid: (factory, None) for pid, (factory, _) in self.fixed.items()}
 
@@ -53,7 +55,7 @@ class PolicyPairs(TrainingLeague):
             if len(seats) == 2 and seats[0][1] != seats[1][1]:
                 self._payoff.update(seats[0][1], seats[1][1], ep["outcome"][seats[0][0]])
 
-    def update(self, iteration: int, counters: Mapping[str, int], learner: Any, samplers: Sequence[Any]) -> None:
+    def update(self, iteration: int, counters: Mapping[str, int], learner: LearnerHandle, samplers: Sequence[SamplerHandle]) -> None:
         """Nothing to snapshot or reset."""
 
     def state(self) -> dict[str, Any]:

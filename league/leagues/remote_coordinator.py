@@ -9,10 +9,13 @@ its next batch of matchups from it. Ray is imported only when they are called.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from league.population.coordinator import LeagueCoordinator
 from league.sampling.matchups import Matchup
+
+if TYPE_CHECKING:
+    from ray.actor import ActorHandle
 
 __all__ = ["make_remote_coordinator", "remote_refill"]
 
@@ -20,7 +23,7 @@ __all__ = ["make_remote_coordinator", "remote_refill"]
 class _RemoteRefill:
     """Picklable ``refill(k)`` that asks a coordinator actor for ``k`` matchups."""
 
-    def __init__(self, coordinator: Any) -> None:
+    def __init__(self, coordinator: ActorHandle) -> None:
         self.coordinator = coordinator
 
     def __call__(self, k: int) -> list[Matchup]:
@@ -29,12 +32,12 @@ class _RemoteRefill:
         return ray.get(self.coordinator.next_matchups.remote(k))
 
 
-def remote_refill(coordinator: Any) -> Callable[[int], list[Matchup]]:
+def remote_refill(coordinator: ActorHandle) -> Callable[[int], list[Matchup]]:
     """A :class:`~league.sampling.matchups.MatchupBatch` refill that pulls batches from a coordinator actor."""
     return _RemoteRefill(coordinator)
 
 
-def make_remote_coordinator(num_cpus: float = 0, **kwargs: Any) -> Any:
+def make_remote_coordinator(num_cpus: float = 0, **kwargs: Any) -> ActorHandle:
     """A Ray actor running :class:`LeagueCoordinator` (kwargs as for its constructor).
 
     ``num_cpus=0`` by default: the coordinator is bookkeeping, it should not hold a core.

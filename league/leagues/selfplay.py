@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from league.runtime.actors import resolve_lenient, submit
+from league.runtime.faces import LearnerHandle, SamplerHandle
 from league.flow.metrics import NUM_AGENT_STEPS_SAMPLED
 from league.leagues.base import TrainingLeague, Weights, load_frozen_policies
+from league.policy import PolicyFactory
 from league.population.payoff import PayoffTable
 from league.population.selfplay import SelfPlayPool
 from league.sampling.matchups import MatchupSource
+
+if TYPE_CHECKING:
+    from league.learn.algorithm import Algorithm
 
 __all__ = ["SelfPlayLeague"]
 
@@ -31,7 +36,7 @@ class SelfPlayLeague(TrainingLeague):
         snapshot_steps: main's sampled agent steps between snapshots (0: never).
     """
 
-    def __init__(self, pool: SelfPlayPool, algorithm: Any, fixed: Mapping[str, Any], snapshot_steps: int) -> None:
+    def __init__(self, pool: SelfPlayPool, algorithm: Algorithm, fixed: Mapping[str, PolicyFactory], snapshot_steps: int) -> None:
         self.pool = pool
         self.algorithm = algorithm
         self.fixed = dict(fixed)
@@ -46,9 +51,9 @@ class SelfPlayLeague(TrainingLeague):
         """The pool's payoff table (main against its snapshots and fixed members)."""
         return self.pool.payoff
 
-    def frozen_policies(self) -> dict[str, tuple[Any, Weights | None]]:
+    def frozen_policies(self) -> dict[str, tuple[PolicyFactory, Weights | None]]:
         """Fixed members, then the snapshots with their weights."""
-        out: dict[str, tuple[Any, Weights | None]] = {pid: (f, None) for pid, f in self.fixed.items()}
+        out: dict[str, tuple[PolicyFactory, Weights | None]] = {pid: (f, None) for pid, f in self.fixed.items()}
         out.update({s.policy_id: (self.algorithm, s.weights) for s in self.pool.snapshots})
         return out
 
@@ -60,7 +65,7 @@ class SelfPlayLeague(TrainingLeague):
         """Main-vs-opponent results into the payoff table."""
         self.pool.record(episodes)
 
-    def update(self, iteration: int, counters: Mapping[str, int], learner: Any, samplers: Sequence[Any]) -> None:
+    def update(self, iteration: int, counters: Mapping[str, int], learner: LearnerHandle, samplers: Sequence[SamplerHandle]) -> None:
         """A snapshot of main once it sampled ``snapshot_steps`` agent steps since the last one."""
         main = self.pool.main
         steps = int(counters.get(f"{NUM_AGENT_STEPS_SAMPLED}/{main}", 0))
@@ -79,7 +84,7 @@ class SelfPlayLeague(TrainingLeague):
             self.evicted += 1
         resolve_lenient(calls, samplers * (len(calls) // max(1, len(samplers))))  # a restarting sampler gets the league from its hook
 
-    def metrics(self, iteration: int, learner: Any) -> dict[str, Any]:
+    def metrics(self, iteration: int, learner: LearnerHandle) -> dict[str, Any]:
         """The number of snapshots in the pool, those taken since the last row, evictions so far."""
         new, self._new = self._new, []
         return {"snapshots": len(self.pool.snapshots), "new_snapshots": new, "snapshots_evicted": self.evicted}

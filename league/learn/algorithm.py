@@ -18,7 +18,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from abc import abstractmethod
 from collections.abc import Hashable, Mapping, Sequence
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
 import torch
@@ -29,6 +29,10 @@ from league.envs.base import AgentSpec
 from league.policy import PolicyFactory
 from league.sampling.versioning import WEIGHTS_VERSION
 from league.typecheck import check_field_types
+
+if TYPE_CHECKING:
+    from league.flow.iterators import LocalIterator
+    from league.runtime.faces import LearnerHandle
 
 __all__ = [
     "Algorithm",
@@ -188,7 +192,7 @@ class Algorithm(PolicyFactory):
         return getattr(self.config, "max_policy_lag", None)
 
     @abstractmethod
-    def plan_fragment(self, rollouts: Any, learner: Any, policy_ids: list[str]) -> Any:
+    def plan_fragment(self, rollouts: LocalIterator, learner: LearnerHandle, policy_ids: list[str]) -> LocalIterator:
         """This algorithm's part of a training plan, fed by ``rollouts`` (a LocalIterator of MultiAgentBatch)."""
 
     def __repr__(self) -> str:

@@ -22,6 +22,7 @@ from league.runtime.actors import call
 from league.flow.iterators import LocalIterator
 from league.flow.metrics import NUM_AGENT_STEPS_TRAINED, NUM_ENV_STEPS_TRAINED, PlanMetrics
 from league.flow.stages import NOT_READY, SourceStage
+from league.runtime.faces import LearnerHandle
 
 __all__ = ["LearnerThread", "LearnerThreadResult", "LearnerThreadError"]
 
@@ -59,7 +60,7 @@ class LearnerThread(threading.Thread):
 
     def __init__(
         self,
-        learner: Any,
+        learner: LearnerHandle,
         policy_ids: Iterable[str] | None = None,
         queue_size: int = 16,
         poll_s: float = 0.05,
@@ -153,7 +154,7 @@ class LearnerThread(threading.Thread):
         if self.error is not None:
             raise LearnerThreadError(f"{self.name} failed: {type(self.error).__name__}: {self.error}") from self.error
 
-    def get_weights(self, policy_ids: list[str] | None = None) -> dict[str, Any]:
+    def get_weights(self, policy_ids: list[str] | None = None) -> dict[str, dict[str, np.ndarray]]:
         """A copy of the learner's weights, taken between updates (never during one)."""
         with self.lock:
             weights = call(self.learner, "get_weights", policy_ids)

@@ -29,6 +29,7 @@ from league.batch import MultiAgentBatch
 from league.runtime.actors import submit
 from league.learn.learner import Learner
 from league.learn.recovery import LearnerDied, check_states, gather, kill_learner
+from league.runtime.faces import LearnerHandle, Weights
 
 __all__ = ["LearnerConfig", "resource_requests", "gpus_needed", "assign_policies", "LearnerGroup"]
 
@@ -175,9 +176,9 @@ class LearnerGroup:
 
     def __init__(
         self,
-        learners: Sequence[Any],
+        learners: Sequence[LearnerHandle],
         assignment: Mapping[str, int] | str = "auto",
-        make_learner: Callable[[int], Any] | None = None,
+        make_learner: Callable[[int], LearnerHandle] | None = None,
     ) -> None:
         if not learners:
             raise ValueError("LearnerGroup needs at least one learner")
@@ -199,7 +200,7 @@ class LearnerGroup:
         cfg = cfg if isinstance(cfg, LearnerConfig) else LearnerConfig.from_config(cfg)
         kwargs = {"device": cfg.device, "seed": seed, "num_threads": cfg.num_threads, "stack_same_shaped": cfg.stack_same_shaped}
         if not remote:
-            make: Callable[[int], Any] = lambda _index: Learner(**kwargs)  # noqa: E731
+            make: Callable[[int], LearnerHandle] = lambda _index: Learner(**kwargs)  # noqa: E731
         else:
             import ray
 
@@ -244,7 +245,7 @@ class LearnerGroup:
             raise ValueError(f"learner index {learner} out of range; the group has {len(self.learners)} learners")
         self._add(policy_id, algorithm, weights, frozen, seed_offset, learner, size)
 
-    def _add(self, pid: str, algo: Algorithm, weights: Any, frozen: bool, seed_offset: int | None, index: int, size: int) -> None:
+    def _add(self, pid: str, algo: Algorithm, weights: Weights | None, frozen: bool, seed_offset: int | None, index: int, size: int) -> None:
         offset = self._num_added if seed_offset is None else seed_offset
         self._call(index, "add_policy", pid, algo, weights, frozen, offset)
         self._num_added += 1

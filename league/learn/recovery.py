@@ -19,10 +19,16 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from league.checkpoint import CheckpointError, find_checkpoint, read_checkpoint
 from league.runtime.actors import is_actor_death, is_ray_actor, resolve, share, submit
+from league.runtime.faces import LearnerHandle, SamplerHandle
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from league.learn.placement import LearnerGroup
 
 __all__ = [
     "LearnerDied",
@@ -60,7 +66,7 @@ class LearnerDied(RuntimeError):
 
 def gather(
     pending: Sequence[Any],
-    learners: Sequence[Any] | Mapping[int, Any],
+    learners: Sequence[LearnerHandle] | Mapping[int, LearnerHandle],
     indices: Sequence[int],
     policies_of: Callable[[int], list[str]],
 ) -> list[Any]:
@@ -115,7 +121,7 @@ def check_states(index: int, policy_ids: Sequence[str], states: Mapping[str, byt
             raise TypeError(f"state of policy '{pid}' must be bytes (Learner.get_state), got {type(states[pid]).__name__}")
 
 
-def kill_learner(learner: Any) -> None:
+def kill_learner(learner: LearnerHandle) -> None:
     """End a learner actor for good (no restart), freeing its resources; a local learner is left alone."""
     if is_ray_actor(learner):
         import ray
@@ -151,7 +157,9 @@ def states_from_checkpoint(path: str | os.PathLike[str], policy_ids: Sequence[st
     return {pid: checkpoint.learner_states[pid] for pid in policy_ids}, checkpoint.path
 
 
-def restore_dead_learner(group: Any, died: LearnerDied, states: Mapping[str, bytes], samplers: Sequence[Any]) -> dict[str, Any]:
+def restore_dead_learner(
+    group: LearnerGroup, died: LearnerDied, states: Mapping[str, bytes], samplers: Sequence[SamplerHandle]
+) -> dict[str, dict[str, np.ndarray]]:
     """Replace ``died``'s learner in ``group`` from ``states``, then make every sampler agree with it.
 
     After ``group.replace_learner``, the restored policies' weights are sent to every

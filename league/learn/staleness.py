@@ -27,12 +27,15 @@ still followed by a weight broadcast, so samplers that missed one catch up.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
 from league.batch import MultiAgentBatch, SampleBatch
 from league.sampling.versioning import WEIGHTS_VERSION
+
+if TYPE_CHECKING:
+    from league.runtime.faces import LearnerHandle
 
 __all__ = ["FreshRows", "select_fresh_rows", "FreshRowsLearner", "FRESHNESS_STATS"]
 
@@ -92,12 +95,12 @@ class FreshRowsLearner:
     else (weights, targets, gradients' application) goes to ``learner`` directly.
     """
 
-    def __init__(self, learner: Any) -> None:
+    def __init__(self, learner: LearnerHandle | FreshRowsLearner) -> None:
         if isinstance(learner, FreshRowsLearner):
             learner = learner.learner
         self.learner = learner
 
-    def learn_on_batch(self, batch: MultiAgentBatch, policy_ids: list[str] | None = None, **kwargs: Any) -> Any:
+    def learn_on_batch(self, batch: MultiAgentBatch, policy_ids: list[str] | None = None, **kwargs: Any) -> dict[str, dict[str, float]]:
         """The learner's update on the fresh rows of ``batch``."""
         from league.runtime.actors import call
 

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from league.envs.base import AgentSpec
 from league.policy import Policy, PolicyFactory, RandomPolicyFactory
 
 __all__ = ["ConnectFourNegamaxPolicy", "ScriptedFactory", "TicTacToeMinimaxPolicy", "scripted_factory"]
@@ -279,7 +280,7 @@ class ScriptedFactory(PolicyFactory):
         return self.cls(seed=seed, **self.kwargs)
 
 
-def scripted_factory(name: str, spec: Any, depth: int = 2, random_ties: bool = False) -> PolicyFactory:
+def scripted_factory(name: str, spec: AgentSpec, depth: int = 2, random_ties: bool = False) -> PolicyFactory:
     """The factory of scripted player ``name`` (``random``, ``negamax`` of search ``depth``,
     ``minimax``) for agents of ``spec``; ValueError when it cannot play that game.
     ``random_ties``: search players break ties at random even when acting greedily."""

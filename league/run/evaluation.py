@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from league.runtime.actors import is_ray_actor, resolve, resolve_lenient, submit
+from league.runtime.faces import SamplerHandle
 from league.leagues import TrainingLeague
 from league.sampling import MatchupBatch, OpponentSampling
 
@@ -26,7 +27,7 @@ def wins_of(policy_id: str, episodes: Sequence[Mapping[str, Any]]) -> float:
     return wins / len(episodes)
 
 
-def win_rate(samplers: Sequence[Any], policy_id: str, opponent: str, episodes: int) -> float:
+def win_rate(samplers: Sequence[SamplerHandle], policy_id: str, opponent: str, episodes: int) -> float:
     """Greedy win rate of ``policy_id`` against ``opponent`` over ``episodes`` games split
     between the samplers (it waits for them)."""
     per = max(1, episodes // len(samplers))
@@ -43,7 +44,7 @@ class EpisodeFeed:
         self._pending: list[Any] = []
         self._flushed: list[dict[str, Any]] = []  # recorded at a checkpoint, reported with the next row
 
-    def next(self, samplers: Sequence[Any], league: TrainingLeague) -> list[dict[str, Any]]:
+    def next(self, samplers: Sequence[SamplerHandle], league: TrainingLeague) -> list[dict[str, Any]]:
         """Record the episodes asked for last time, ask again; returns them (and any flushed)."""
         fresh = self._fetch(samplers)
         league.record(fresh)
@@ -51,7 +52,7 @@ class EpisodeFeed:
         self._pending = [submit(s, "pop_episode_stats") for s in samplers]
         return out
 
-    def flush(self, samplers: Sequence[Any], league: TrainingLeague) -> None:
+    def flush(self, samplers: Sequence[SamplerHandle], league: TrainingLeague) -> None:
         """Record the episodes asked for now (before a checkpoint); they are reported next time."""
         if self._pending:
             fresh = self._fetch(samplers)
@@ -62,7 +63,7 @@ class EpisodeFeed:
         """Forget the calls in flight (their samplers are being replaced)."""
         self._pending = []
 
-    def _fetch(self, samplers: Sequence[Any]) -> list[dict[str, Any]]:
+    def _fetch(self, samplers: Sequence[SamplerHandle]) -> list[dict[str, Any]]:
         pending, self._pending = self._pending, []
         if not pending:
             return []
@@ -86,14 +87,14 @@ class EvaluationRounds:
         self.win_rates: dict[str, float] = {}
         self.best_win_rate: float | None = None
         self.lost_sampler_calls = 0
-        self._pending: list[tuple[str | None, list[tuple[Any, Any]]]] = []  # (policy, or None: league games; calls)
+        self._pending: list[tuple[str | None, list[tuple[SamplerHandle, Any]]]] = []  # (policy, or None: league games; calls)
 
     @property
     def running(self) -> bool:
         """Whether a round's games are still out."""
         return bool(self._pending)
 
-    def start(self, samplers: Sequence[Any], league: TrainingLeague) -> None:
+    def start(self, samplers: Sequence[SamplerHandle], league: TrainingLeague) -> None:
         """Send a round's games to the samplers (evaluation against the opponent split evenly)."""
         per = max(1, self.episodes // len(samplers))
         for pid in league.learning:

@@ -12,10 +12,11 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from league.checkpoint import CheckpointError
+from league.learn.placement import LearnerGroup
 from league.learn.recovery import LearnerDied, restore_dead_learner, states_from_checkpoint
+from league.runtime.faces import SamplerHandle
 
 __all__ = ["MAX_LEARNER_RESTORES", "recover_learner"]
 
@@ -26,8 +27,8 @@ def recover_learner(
     died: LearnerDied,
     err: BaseException,
     *,
-    learner: Any,
-    samplers: Sequence[Any],
+    learner: LearnerGroup,
+    samplers: Sequence[SamplerHandle],
     on_failure: str,
     restores_so_far: int,
     checkpoint_root: Path,

@@ -35,9 +35,12 @@ import inspect
 import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from league.runtime.actors import is_ray_actor
+
+if TYPE_CHECKING:
+    from ray.actor import ActorHandle
 
 __all__ = ["SamplerDiedError", "on_sampler_restart", "RestartingSamplers"]
 
@@ -53,7 +56,7 @@ class SamplerDiedError(RuntimeError):
     """A sampler actor is gone for good: Ray will not restart it, or it keeps dying."""
 
 
-def on_sampler_restart(sampler: Any, hook: RestartHook) -> None:
+def on_sampler_restart(sampler: ActorHandle, hook: RestartHook) -> None:
     """Run ``hook(sampler)`` whenever a ``ParallelRollouts`` source finds ``sampler`` restarted.
 
     The hook re-sends what the restart lost (weights, added policies, matchups) and
@@ -115,7 +118,7 @@ class _Request(NamedTuple):
 class RestartingSamplers:
     """``sample()`` requests to Ray sampler actors that survive their restarts (module doc)."""
 
-    def __init__(self, samplers: Sequence[Any], restart_timeout_s: float = 300.0) -> None:
+    def __init__(self, samplers: Sequence[ActorHandle], restart_timeout_s: float = 300.0) -> None:
         if isinstance(restart_timeout_s, bool) or not isinstance(restart_timeout_s, (int, float)) or not restart_timeout_s > 0:
             raise ValueError(f"restart_timeout_s must be a number > 0, got {restart_timeout_s!r}")
         self.lives = [_Life(actor, i) for i, actor in enumerate(samplers)]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -21,6 +21,9 @@ from league.envs.base import AgentSpec
 from league.policy import Policy, PolicyFactory
 from league.sampling.env_runner import EnvRunner
 from league.sampling.matchups import MatchupSource
+
+if TYPE_CHECKING:
+    from ray.actor import ActorHandle
 
 __all__ = ["Sampler", "make_remote_samplers"]
 
@@ -232,7 +235,7 @@ class Sampler:
         return token
 
 
-def make_remote_samplers(num_samplers: int, num_cpus: float = 1, **sampler_kwargs: Any) -> list[Any]:
+def make_remote_samplers(num_samplers: int, num_cpus: float = 1, **sampler_kwargs: Any) -> list[ActorHandle]:
     """``num_samplers`` Ray actors running :class:`Sampler` (``num_cpus`` each, restartable).
 
     Task events are off: Ray's GCS would otherwise keep a record of every ``sample()``
