@@ -153,7 +153,10 @@ def ParallelRollouts(  # noqa: N802 - named like an operator, as plans read
     """Experience from samplers (Ray actors or local objects with ``sample()``).
 
     - ``"bulk_sync"``: each item is ``MultiAgentBatch.concat`` of one ``sample()`` from
-      every sampler, requested in parallel.
+      every sampler, requested in parallel when the item is asked for (so every fragment
+      sees the weights broadcast before). Over Ray actors it yields :data:`NOT_READY`
+      while the round is out (waiting ``poll_s`` per pull), letting other branches of the
+      plan run meanwhile.
     - ``"async"``: each sampler's batch as soon as it arrives, keeping ``num_async``
       requests in flight per sampler; yields :data:`NOT_READY` while none has arrived
       (waiting ``poll_s`` seconds per pull). Supports ``zip_with_source_actor()``.
@@ -188,7 +191,9 @@ def ParallelRollouts(  # noqa: N802 - named like an operator, as plans read
     if check_same_kind(samplers, "ParallelRollouts samplers"):
         restarting = RestartingSamplers(samplers, restart_timeout_s)
         if mode == "bulk_sync":
-            rounds = lambda: (MultiAgentBatch.concat(parts) for parts in restarting.rounds())  # noqa: E731
+            # The round is out while the driver does other work (NOT_READY), e.g. an
+            # off-policy learner of the same plan training between rounds.
+            rounds = lambda: (NOT_READY if parts is None else MultiAgentBatch.concat(parts) for parts in restarting.rounds(poll_s))  # noqa: E731
             return LocalIterator(RecoveringSourceStage(restarting, rounds, "ParallelRollouts", label,
                                                        on_item=_count_sampled))
         stage: SourceStage = RecoveringSourceStage(

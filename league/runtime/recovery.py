@@ -185,15 +185,27 @@ class RestartingSamplers:
         life.generation += 1
         life.needs_restore = True
 
-    def rounds(self) -> Iterator[list[Any]]:
-        """One fragment per sampler per item (a lost one is asked again within the round)."""
+    def rounds(self, poll_s: float | None = None) -> Iterator[list[Any] | None]:
+        """One fragment per sampler per item (a lost one is asked again within the round).
+
+        With ``poll_s``, yields ``None`` while the round is still out (each wait at most
+        ``poll_s`` seconds), so the driver can do other work meanwhile (an off-policy
+        learner training while the samplers sample); the next round is requested only when
+        the consumer asks for it, so every fragment of a round sees the weights sent before.
+        """
         import ray
 
         while True:
             pending = [self.request(life) for life in self.lives]
             got: dict[int, Any] = {}
             while pending:
-                ray.wait([r.last_ref for r in pending], num_returns=len(pending))
+                refs = [r.last_ref for r in pending]
+                if poll_s is not None:
+                    ready, _ = ray.wait(refs, num_returns=len(refs), timeout=poll_s)
+                    if len(ready) < len(refs):
+                        yield None
+                        continue
+                ray.wait(refs, num_returns=len(pending))
                 retry = []
                 for req in pending:
                     batch = self.collect(req)
