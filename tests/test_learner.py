@@ -162,6 +162,11 @@ def test_algorithms_of_every_kind_share_one_learner():
         sampler.set_weights(learner.get_weights([first, second]))
         batches.append(sampler.sample())
     batch = MultiAgentBatch.concat(batches)
+    if "dqn" in algos:  # DQN learns from replayed n-step rows: its writer makes them from the sampled ones
+        replay = algos["dqn"].make_replay_buffer()
+        replay.add(MultiAgentBatch({"dqn": batch["dqn"]}, batch.env_steps))
+        replay.flush()
+        batch = MultiAgentBatch({**{p: batch[p] for p in batch.policy_batches if p != "dqn"}, "dqn": replay.sample("dqn", 32)}, batch.env_steps)
     before = learner.get_weights()
     stats = learner.learn_on_batch(batch)
     assert set(stats) == set(algos)
