@@ -26,6 +26,7 @@ import numpy as np
 from league import _core
 from league.batch import SampleBatch
 from league.batch import Columns as C
+from league.replay.component import Component
 from league.replay._checks import batch_size_of, check_priorities, real, unit_interval
 from league.replay.storage import Storage
 
@@ -35,15 +36,13 @@ _EMPTY = "cannot sample from an empty replay buffer; add rows first"
 _SLOT = "_slot"  # the one-byte column of a prioritized sampler's own tree core
 
 
-class Sampler:
+class Sampler(Component):
     """What every sampler offers. A buffer attaches it to its storage once (:meth:`_attach`)."""
 
-    kind: ClassVar[str] = ""
     prioritized: ClassVar[bool] = False
     #: Column names a sample adds; a stored batch may not use them.
     reserved: ClassVar[tuple[str, ...]] = (C.BATCH_INDEXES,)
 
-    _owner: object | None = None
     _storage: Storage | None = None
 
     def _attach(self, storage: Storage, seed: int) -> None:
@@ -69,19 +68,6 @@ class Sampler:
 
     def update_priorities(self, batch_indexes: Any, priorities: Any) -> None:
         raise TypeError(f"a {type(self).__name__} has no priorities (use PrioritizedSampler)")
-
-    def config(self) -> dict[str, Any]:
-        return {"kind": self.kind}
-
-    def state_dict(self) -> dict[str, Any]:
-        return {}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        pass
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.config().items() if k != "kind")
-        return f"{type(self).__name__}({args})"
 
 
 class UniformSampler(Sampler):

@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from league.batch import Columns as C
+from league.replay.component import Component
 from league.replay._checks import Schema, bind, infer_schema, real
 from league.replay.samplers import Sampler
 from league.replay.storage import Storage
@@ -43,14 +44,11 @@ NEXT_ACTION_MASK = "next_action_mask"
 WriteFn = Callable[[dict[str, np.ndarray], Any], None]
 
 
-class Writer:
+class Writer(Component):
     """What every writer offers."""
 
-    kind: ClassVar[str] = ""
     #: Writes only at the storage's own cursor (works on a RingStorage).
     appends: ClassVar[bool] = True
-
-    _owner: object | None = None
 
     def _attach(self, storage: Storage, sampler: Sampler, seed: int) -> WriteFn:
         """Bind to the buffer's storage and sampler; return ``write(columns, priorities)``."""
@@ -63,19 +61,6 @@ class Writer:
     def pending_rows(self) -> int:
         """Rows offered but not yet written."""
         return 0
-
-    def config(self) -> dict[str, Any]:
-        return {"kind": self.kind}
-
-    def state_dict(self) -> dict[str, Any]:
-        return {}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        pass
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.config().items() if k != "kind")
-        return f"{type(self).__name__}({args})"
 
 
 def _write_slots(storage: Storage, sampler: Sampler, bound: Any, slots: np.ndarray, take: Any,
