@@ -350,6 +350,12 @@ def _check_league(cfg: RunConfig) -> None:
             raise ValueError(f"league.{key} must be >= 0, got {getattr(league, key)}")
     if not 0.0 < league.payoff_decay <= 1.0 or league.payoff_min_games < 0:
         raise ValueError(f"league.payoff_decay must be in (0, 1] and payoff_min_games >= 0, got {league.payoff_decay}, {league.payoff_min_games}")
+    if league.payoff_decay < 1.0 and league.payoff_min_games >= (1.0 - 1e-9) / (1.0 - league.payoff_decay):
+        # A pair's decayed game count never reaches 1 / (1 - decay): no entry would ever count as measured.
+        raise ValueError(
+            f"league.payoff_min_games {league.payoff_min_games} is never reached with league.payoff_decay "
+            f"{league.payoff_decay} (decayed counts stay below {1.0 / (1.0 - league.payoff_decay):.3g}); lower it or raise the decay"
+        )
     if league.recipe == "selfplay":
         return
     if league.fixed_opponents:

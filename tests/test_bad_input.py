@@ -60,6 +60,7 @@ def test_bad_config_values_name_their_key(values, message):
         ({"stop": {"env_steps": -5}}, "stop.env_steps"),
         ({"stop": {"time_s": "soon"}}, "stop.time_s"),
         ({"stop": {"time_s": -5}}, "stop.time_s must be >= 0"),
+        ({"league": {"payoff_decay": 0.8, "payoff_min_games": 5}}, "payoff_min_games 5 is never reached"),
         ({"league": {"recipe": "alphastar", "fixed_opponents": {"random": 0.2}}}, "choose the recipe's config file with league=alphastar"),
         ({"eval": {"episodes": 0}}, "eval.episodes"),
         ({"eval": {"interval": -1}}, "eval.interval"),

@@ -86,8 +86,8 @@ def make_league(
     if league.exploitability_interval and game is None:
         raise ValueError(f"league.exploitability_interval needs an OpenSpiel env (kuhn_poker, leduc_poker...), not '{cfg.env.name}'")
     exact = None
-    if game is not None and league.meta_game != "empirical":
-        exact = _exact_evaluator(cfg)
+    if game is not None and (league.meta_game != "empirical" or league.exploitability_interval):
+        exact = _exact_evaluator(cfg)  # with an empirical meta-game: for exploitability only
     # Poker is scored in chips: its meta-game is expected return, not win rate.
     recipe = build_league(league, utility="return" if game is not None else "win_rate")
     from league.leagues.coordinated import CoordinatedLeague
@@ -106,5 +106,6 @@ def make_league(
         meta_game_episodes=league.meta_game_episodes,
         exact=exact,
         exploitability_interval=league.exploitability_interval,
+        exact_payoffs=league.meta_game != "empirical",
         seed=cfg.seed,
     )

@@ -73,6 +73,8 @@ class CoordinatedLeague(TrainingLeague):
         exact: an exact evaluator (:class:`~league.leagues.exact.ExactMetaGame`) for
             OpenSpiel games: exact meta-game payoffs and exploitability; or None.
         exploitability_interval: iterations between exploitability measurements.
+        exact_payoffs: fill the meta-game from ``exact`` (False: ``meta_game: empirical``,
+            payoffs measured from games; ``exact`` then only measures exploitability).
         seed: the coordinator's seed.
         save_every: iterations between saves of the coordinator's state.
     """
@@ -91,6 +93,7 @@ class CoordinatedLeague(TrainingLeague):
         meta_game_episodes: int = 8,
         exact: ExactMetaGame | None = None,
         exploitability_interval: int = 0,
+        exact_payoffs: bool = True,
         seed: int = 0,
         save_every: int = 10,
     ) -> None:
@@ -102,6 +105,8 @@ class CoordinatedLeague(TrainingLeague):
         self.eval_pairs = int(eval_pairs)
         self.meta_game_episodes = int(meta_game_episodes)
         self.exact = exact
+        # meta_game "empirical" on an OpenSpiel game: measured payoffs, exact exploitability only.
+        self.exact_payoffs = bool(exact_payoffs)
         self.exploitability_interval = int(exploitability_interval)
         self.save_every = int(save_every)
         self.samplers: list[SamplerHandle] = []
@@ -175,7 +180,7 @@ class CoordinatedLeague(TrainingLeague):
             load_frozen_policies(samplers, {sid: (self.algorithms[pid], w) for sid, (pid, w) in new.items()})
             self._snapshots.update(new)
             self._call("apply", actions)
-            if self.exact is not None:
+            if self.exact is not None and self.exact_payoffs:
                 self._call("set_expected_returns", self._exact_payoffs(list(new)))
         resets = [a for a in actions if isinstance(a, ResetAction)]
         for action in resets:
