@@ -165,3 +165,17 @@ def test_auto_sampling_mode_is_synchronous_for_on_policy_learners():
     assert sampling_mode(mixed, make_algorithms(mixed, spec, ["p", "d"])) == "bulk_sync"
     explicit = tiny_run_config(sampler={"mode": "async"})
     assert sampling_mode(explicit, make_algorithms(explicit, spec, ["main"])) == "async"
+
+
+def test_evaluation_plays_a_list_of_matchups_exactly_once():
+    # 3 env copies, 8 matchups: copies that finish their share draw no further matchup.
+    from league.sampling import Matchup, MatchupBatch
+
+    policies = {"a": RandomPolicyFactory(), "b": RandomPolicyFactory(), "c": RandomPolicyFactory()}
+    sampler = Sampler("tictactoe", policies=policies, frozen=tuple(policies), matchups=OpponentSampling("a", {"b": 1.0}), num_envs=3)
+    pairs = [("a", "b"), ("b", "a"), ("a", "c"), ("c", "a"), ("b", "c"), ("c", "b"), ("a", "a"), ("c", "c")]
+    batch = MatchupBatch([Matchup({"player_1": x, "player_2": y}, frozenset()) for x, y in pairs])
+    episodes = sampler.evaluate(len(pairs), batch)
+    assert len(episodes) == len(pairs) and batch.wraps == 0
+    played = sorted((e["policies"]["player_1"], e["policies"]["player_2"]) for e in episodes)
+    assert played == sorted(pairs)

@@ -42,6 +42,7 @@ class EnvRunner:
         env_name: str = "env",
         max_consecutive_env_failures: int = 5,
         episode_id_base: int = 0,
+        start: bool = True,
     ) -> None:
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
@@ -66,10 +67,15 @@ class EnvRunner:
         self._returns: list[dict[str, float]] = [{} for _ in range(num_envs)]
         self._length = [0] * num_envs
         self.active = [True] * num_envs  # inactive envs are not stepped (evaluation quotas)
+        # Episodes each env copy plays before it stops (None: no end), for evaluation.
+        self.quota: list[int] | None = None
         self._chunks: dict[str, list[SampleBatch]] = {}
         self.episode_stats: list[dict] = []
         self.dropped_episode_stats = 0  # stats dropped because nobody popped them (see MAX_EPISODE_STATS)
         self.episodes_completed = [0] * num_envs
+        if not start:  # episodes begin at reset_all (an evaluation draws only the matchups it plays)
+            self.active = [False] * num_envs
+            return
         for i in range(num_envs):
             self._start_episode(i)
 
@@ -199,6 +205,9 @@ class EnvRunner:
             }
         )
         self.episodes_completed[i] += 1
+        if self.quota is not None and self.episodes_completed[i] >= self.quota[i]:
+            self.active[i] = False  # its share is played: draw no matchup it would not play
+            return
         try:
             self._start_episode(i)
         except Exception as err:  # a reset that raises costs an episode, like a failed step

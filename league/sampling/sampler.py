@@ -82,7 +82,9 @@ class Sampler:
         self._runner = self._make_runner(matchups, record=True, id_base=self._id_base)
         self._eval_runner: EnvRunner | None = None
 
-    def _make_runner(self, matchups: MatchupSource, record: bool, id_base: int, num_envs: int | None = None) -> EnvRunner:
+    def _make_runner(
+        self, matchups: MatchupSource, record: bool, id_base: int, num_envs: int | None = None, start: bool = True
+    ) -> EnvRunner:
         return EnvRunner(
             self._env_fn,
             num_envs or self.num_envs,
@@ -94,6 +96,7 @@ class Sampler:
             env_name=self._env_name,
             max_consecutive_env_failures=self._max_failures,
             episode_id_base=id_base,
+            start=start,
         )
 
     # Data -----------------------------------------------------------------------
@@ -118,17 +121,16 @@ class Sampler:
         """
         n_envs = max(1, min(self.num_envs, num_episodes))
         if self._eval_runner is None or len(self._eval_runner.active) != n_envs:
-            self._eval_runner = self._make_runner(matchups, record=False, id_base=self._id_base | (1 << 28), num_envs=n_envs)
+            self._eval_runner = self._make_runner(matchups, record=False, id_base=self._id_base | (1 << 28), num_envs=n_envs, start=False)
         runner = self._eval_runner
         runner.matchups = matchups
+        # Quotas first: an env copy that has played its share starts no further episode, so
+        # a list of matchups (a MatchupBatch) is played exactly once, in order.
+        runner.quota = [num_episodes // n_envs + (1 if i < num_episodes % n_envs else 0) for i in range(n_envs)]
         runner.reset_all()
         runner.episode_stats = []
-        quota = [num_episodes // n_envs + (1 if i < num_episodes % n_envs else 0) for i in range(n_envs)]
         while any(runner.active):
             runner.step(explore=explore)
-            for i in range(n_envs):
-                if runner.episodes_completed[i] >= quota[i]:
-                    runner.active[i] = False
         stats, runner.episode_stats = runner.episode_stats, []
         self._forget_retired()
         return stats
