@@ -308,20 +308,10 @@ def test_dqn_psro_league_on_kuhn_logs_exploitability(tmp_path, env_kwargs: dict)
 
 def test_an_empirical_meta_game_on_kuhn_still_logs_exact_exploitability(tmp_path):
     """meta_game empirical: payoffs come from games, but exploitability is still exact (it was silently off)."""
-    from league.config import parse_run_config
     from league.trainer import Trainer
 
-    cfg = parse_run_config({
-        "env": {"name": "kuhn_poker"},
-        "algo": {"name": "ppo", "params": {"train_batch_size": 64, "minibatch_size": 32, "num_epochs": 1}},
-        "league": {"recipe": "psro", "snapshot_steps": 40, "meta_game": "empirical", "exploitability_interval": 1},
-        "sampler": {"num_samplers": 1, "num_envs": 4, "fragment_length": 16, "remote": False},
-        "iteration": {"min_env_steps": 64},
-        "eval": {"interval": 1, "episodes": 4},
-        "stop": {"iterations": 4, "time_s": 0, "env_steps": 0},
-        "logging": {"tensorboard": False},
-        "verbose": False,
-    })  # fmt: skip
+    cfg = _kuhn_cfg(algo={"name": "ppo", "params": {"train_batch_size": 64, "minibatch_size": 32, "num_epochs": 1}},
+                    league={"meta_game": "empirical"}, eval={"interval": 1})  # fmt: skip
     trainer = Trainer(cfg, tmp_path)
     try:
         trainer.train()

@@ -63,6 +63,14 @@ class Writer(Component):
         return 0
 
 
+def _bind(storage: Storage, sampler: Sampler, columns: dict[str, np.ndarray], priorities: Any) -> tuple[Any, int, np.ndarray | None]:
+    """A batch checked against a random-access storage's schema and the sampler's priorities:
+    ``(bound batch, rows, priorities or None)``, before anything is written."""
+    bound = storage.bind(columns, sampler.reserved)  # type: ignore[attr-defined]
+    rows = bound[0]
+    return bound, rows, sampler.check_priorities(priorities, rows)
+
+
 def _write_slots(storage: Storage, sampler: Sampler, bound: Any, slots: np.ndarray, take: Any,
                  priorities: np.ndarray | None, overwritten: np.ndarray | None = None) -> None:
     """Copy rows ``take`` of a bound batch to ``slots`` and tell the sampler (random-access storages)."""
@@ -85,13 +93,10 @@ class RingWriter(Writer):
             # ReplayBuffer.add calls it directly.
             self._fused = True
             return storage._core.add  # type: ignore[attr-defined]
-        reserved = sampler.reserved
         capacity = storage.capacity
 
         def write(columns: dict[str, np.ndarray], priorities: Any = None) -> None:
-            bound = storage.bind(columns, reserved)  # type: ignore[attr-defined]
-            rows = bound[0]
-            p = sampler.check_priorities(priorities, rows)
+            bound, rows, p = _bind(storage, sampler, columns, priorities)
             kept = min(rows, capacity)  # of a batch larger than the storage only the last rows survive
             first = rows - kept
             slots = (self._cursor + first + np.arange(kept, dtype=np.int64)) % capacity
@@ -128,13 +133,10 @@ class ReservoirWriter(Writer):
             raise TypeError(f"ReservoirWriter replaces randomly chosen slots; {type(storage).__name__} only appends "
                             "at its cursor. Compose it with ArrayStorage.")
         self._rng = np.random.Generator(np.random.PCG64(seed))
-        reserved = sampler.reserved
         capacity = storage.capacity
 
         def write(columns: dict[str, np.ndarray], priorities: Any = None) -> None:
-            bound = storage.bind(columns, reserved)  # type: ignore[attr-defined]
-            rows = bound[0]
-            p = sampler.check_priorities(priorities, rows)
+            bound, rows, p = _bind(storage, sampler, columns, priorities)
             t = self.seen + np.arange(rows, dtype=np.int64)  # each row's position in the stream
             slots = t.copy()
             late = t >= capacity

@@ -122,19 +122,17 @@ class PoolMatchups(MatchupSource):
         if (shares < 0).any() or not np.isfinite(shares).all() or shares.sum() > 1.0 + 1e-9:
             raise ValueError(f"fixed member shares must be finite, >= 0 and sum to <= 1: {dict(fixed)}")
         self.learning = list(learning)
-        self.fixed_ids = list(fixed)
         self.fixed_share = float(shares.sum())
-        self.fixed_probs = shares / shares.sum() if shares.sum() > 0 else shares
         self._among_learning = UniformMatchups(self.learning)
+        # A game against fixed members is a self-play opponent draw of one learning policy.
+        self._against_fixed = [OpponentSampling(pid, fixed) for pid in self.learning] if self.fixed_share > 0 else []
 
     def next_matchup(self, agents: Sequence[str], episode_index: int, rng: np.random.Generator) -> Matchup:
         """A game against fixed members with their total share, else learning policies only."""
-        if not self.fixed_ids or rng.random() >= self.fixed_share:
+        if not self._against_fixed or rng.random() >= self.fixed_share:
             return self._among_learning.next_matchup(agents, episode_index, rng)
-        seat = agents[int(rng.integers(len(agents)))]
-        learner = self.learning[int(rng.integers(len(self.learning)))]
-        policies = {a: learner if a == seat else self.fixed_ids[int(rng.choice(len(self.fixed_ids), p=self.fixed_probs))] for a in agents}
-        return Matchup(policies, frozenset({seat}))
+        learner = self._against_fixed[int(rng.integers(len(self._against_fixed)))]
+        return learner.next_matchup(agents, episode_index, rng)
 
 
 class MatchupBatch(MatchupSource):
