@@ -319,3 +319,17 @@ def test_an_empirical_meta_game_on_kuhn_still_logs_exact_exploitability(tmp_path
         assert any(any(k.startswith("exploitability") for k in row) for row in trainer.history)
     finally:
         trainer.close()
+
+
+def test_a_sampler_policy_answers_action_probabilities_like_the_policy_it_wraps():
+    from league.algos import make_algorithm
+    from league.envs import make_env
+    from league.sampling.versioning import VersionedPolicy
+
+    spec = make_env("tictactoe").spec("player_1")
+    inner = make_algorithm("ppo", spec, {"model": "mlp"}).make_policy(seed=0, learns=False)
+    wrapped = VersionedPolicy(inner)
+    obs = np.zeros((3, *spec.obs_shape), dtype=np.float32)
+    mask = np.ones((3, spec.num_actions), dtype=np.int8)
+    mask[0, :4] = 0
+    np.testing.assert_allclose(wrapped.action_probabilities(obs, mask), inner.action_probabilities(obs, mask))

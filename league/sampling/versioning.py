@@ -66,6 +66,10 @@ class VersionedPolicy(Policy):
             out[WEIGHTS_VERSION] = np.full(len(obs), self.version, dtype=np.int64)
         return out
 
+    def action_probabilities(self, obs: np.ndarray, action_mask: np.ndarray) -> np.ndarray:
+        """The wrapped policy's action distribution (the base class would refuse it)."""
+        return self.policy.action_probabilities(obs, action_mask)
+
     def get_weights(self) -> dict[str, np.ndarray]:
         """The wrapped policy's weights (the version buffer included)."""
         return self.policy.get_weights()
