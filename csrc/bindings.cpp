@@ -7,10 +7,14 @@
 namespace py = pybind11;
 
 void bind_replay(py::module_& m);  // replay_bindings.cpp
+namespace league {
+void bind_boards(py::module_& m);  // board_bindings.cpp
+}
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "league's C++ core: batch concatenation and replay buffers";
   m.def("concat_columns", &league::concat_columns, py::arg("batches"),
         "Concatenate a sequence of dict[str, ndarray] column-wise (GIL released for the copy).");
   bind_replay(m);
+  league::bind_boards(m);
 }

@@ -22,6 +22,7 @@ from types import ModuleType
 from typing import Any
 
 from league.envs.base import MultiAgentEnv
+from league.envs.boards import make_board_env
 from league.envs.gym_env import GymnasiumEnv
 from league.envs.pettingzoo_env import PettingZooAECEnv, PettingZooParallelEnv
 
@@ -102,7 +103,8 @@ def register_env(name: str, target: str | EnvFactory, *, overwrite: bool = False
 
 
 def make_env(
-    name: str, *, api: str | None = None, max_episode_steps: int | None = None, **kwargs: Any
+    name: str, *, api: str | None = None, max_episode_steps: int | None = None, backend: str | None = None,
+    **kwargs: Any,
 ) -> MultiAgentEnv:
     """Build the env called ``name`` (see the module docstring) as a :class:`MultiAgentEnv`.
 
@@ -110,6 +112,9 @@ def make_env(
         name: short name, ``"gymnasium:<id>"`` or module path.
         api: ``"aec"`` or ``"parallel"`` to override the PettingZoo API choice.
         max_episode_steps: adapter-level truncation after this many ``step`` calls.
+        backend: ``"cpp"`` builds a board game of :mod:`league.envs.boards` (tictactoe,
+            connect_four: PettingZoo's rules and observations, stepped in C++); None or
+            ``"pettingzoo"`` resolves ``name`` as below.
         **kwargs: passed to the env constructor (``env()``, ``parallel_env()`` or
             ``gymnasium.make``).
 
@@ -122,6 +127,8 @@ def make_env(
         raise TypeError(f"env name must be a str, got {type(name).__name__}")
     if api is not None and api not in _APIS:
         raise ValueError(f"api must be one of {_APIS} or None, got {api!r}")
+    if backend is not None and backend != "pettingzoo":
+        return make_board_env(name, backend, api, max_episode_steps, kwargs)
     target = _REGISTRY.get(name, name)
     if callable(target):
         options = {k: v for k, v in (("api", api), ("max_episode_steps", max_episode_steps)) if v is not None}

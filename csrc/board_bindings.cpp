@@ -1,0 +1,120 @@
+// league._core.TicTacToeBatch / ConnectFourBatch: the Python handles of boards.h.
+// Every array argument is checked (dtype, shape, C order, writeable) with the GIL
+// held, so a wrong buffer is a ValueError naming it, never a stray write; actions are
+// checked for legality before any copy moves. The stepping runs with the GIL released.
+// league/envs/boards.py is the documented Python face.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <string>
+#include <vector>
+
+#include "array_utils.h"
+#include "boards.h"
+
+namespace py = pybind11;
+
+namespace league {
+namespace {
+
+// The buffer of `a` when it is a C-ordered array of dtype T and exactly `shape`.
+template <class T>
+T* checked(const py::handle& obj, const char* what, const std::vector<py::ssize_t>& shape, bool write) {
+  if (!py::isinstance<py::array>(obj)) {
+    throw py::value_error(std::string(what) + " must be a numpy array, got " +
+                          py::str(py::type::of(obj).attr("__name__")).cast<std::string>());
+  }
+  auto a = py::reinterpret_borrow<py::array>(obj);
+  std::string want = py::str(py::dtype::of<T>()).cast<std::string>() + "[";
+  for (size_t d = 0; d < shape.size(); ++d) want += (d ? ", " : "") + std::to_string(shape[d]);
+  want += "]";
+  bool ok = a.dtype().is(py::dtype::of<T>()) || a.dtype().equal(py::dtype::of<T>());
+  ok = ok && a.ndim() == static_cast<py::ssize_t>(shape.size());
+  for (size_t d = 0; ok && d < shape.size(); ++d) ok = a.shape(static_cast<py::ssize_t>(d)) == shape[d];
+  if (!ok) throw py::value_error(std::string(what) + " must be " + want + ", got " + describe_array(a));
+  if (!(a.flags() & py::array::c_style)) throw py::value_error(std::string(what) + " must be C-contiguous");
+  if (write && !a.writeable()) throw py::value_error(std::string(what) + " must be writeable");
+  return static_cast<T*>(write ? a.mutable_data() : const_cast<void*>(a.data()));
+}
+
+template <class G>
+void bind_game(py::module_& m, const char* name, const char* doc) {
+  using B = boards::Batch<G>;
+  const py::ssize_t A = G::kActions;
+  py::class_<B>(m, name, doc)
+      .def(py::init([](int64_t n) {
+             if (n < 1) throw py::value_error("num_envs must be >= 1, got " + std::to_string(n));
+             return new B(n);
+           }),
+           py::arg("num_envs"))
+      .def_property_readonly("num_envs", &B::size)
+      .def_property_readonly_static("shape", [](py::object) { return py::make_tuple(G::kRows, G::kCols, 2); })
+      .def_property_readonly_static("num_actions", [](py::object) { return G::kActions; })
+      .def(
+          "observe",
+          [A](B& b, py::handle obs, py::handle mask, py::handle agent) {
+            const py::ssize_t n = b.size();
+            float* o = checked<float>(obs, "obs", {n, G::kRows, G::kCols, 2}, true);
+            int8_t* k = checked<int8_t>(mask, "mask", {n, A}, true);
+            int8_t* g = checked<int8_t>(agent, "agent", {n}, true);
+            py::gil_scoped_release release;
+            b.observe(o, k, g);
+          },
+          py::arg("obs"), py::arg("mask"), py::arg("agent"),
+          "Write every copy's observation, legal-action mask and agent to move.")
+      .def("reset_all", &B::reset_all, "Start a new game in every copy.")
+      .def(
+          "reset_one",
+          [](B& b, int64_t i) {
+            if (i < 0 || i >= b.size()) throw py::value_error("copy index " + std::to_string(i) + " out of range");
+            b.reset_one(i);
+          },
+          py::arg("index"), "Start a new game in copy `index`.")
+      .def(
+          "cells",
+          [](const B& b, int64_t i) {
+            if (i < 0 || i >= b.size()) throw py::value_error("copy index " + std::to_string(i) + " out of range");
+            const G& g = b.game(i);
+            return py::bytes(reinterpret_cast<const char*>(g.cells), G::kCells);
+          },
+          py::arg("index"), "Copy `index`'s cells: 0 empty, 1 + agent index of the owner.")
+      .def(
+          "step",
+          [A](B& b, py::handle actions, py::handle obs, py::handle mask, py::handle agent, py::handle rewards,
+              py::handle done) {
+            const py::ssize_t n = b.size();
+            const int64_t* act = checked<int64_t>(actions, "actions", {n}, false);
+            float* o = checked<float>(obs, "obs", {n, G::kRows, G::kCols, 2}, true);
+            int8_t* k = checked<int8_t>(mask, "mask", {n, A}, true);
+            int8_t* g = checked<int8_t>(agent, "agent", {n}, true);
+            float* r = checked<float>(rewards, "rewards", {n, 2}, true);
+            uint8_t* d = checked<uint8_t>(done, "done", {n}, true);
+            int64_t bad;
+            {
+              py::gil_scoped_release release;
+              bad = b.first_illegal(act);
+              if (bad < 0) b.step(act, o, k, g, r, d);
+            }
+            if (bad >= 0) {
+              std::vector<int8_t> legal(static_cast<size_t>(A));
+              b.game(bad).mask(legal.data());
+              std::string list;
+              for (py::ssize_t a = 0; a < A; ++a)
+                if (legal[static_cast<size_t>(a)]) list += (list.empty() ? "" : ", ") + std::to_string(a);
+              throw py::value_error("illegal action " + std::to_string(act[bad]) + " in env copy " +
+                                    std::to_string(bad) + " (legal there: [" + list +
+                                    "]); no copy was stepped: pass one legal action per copy");
+            }
+          },
+          py::arg("actions"), py::arg("obs"), py::arg("mask"), py::arg("agent"), py::arg("rewards"), py::arg("done"),
+          "One move per copy; writes the next state (a finished copy's new game) and each copy's rewards by agent.");
+}
+
+}  // namespace
+
+void bind_boards(py::module_& m) {
+  bind_game<boards::TicTacToe>(m, "TicTacToeBatch", "N tic-tac-toe games (PettingZoo tictactoe_v3 rules).");
+  bind_game<boards::ConnectFour>(m, "ConnectFourBatch", "N connect-four games (PettingZoo connect_four_v3 rules).");
+}
+
+}  // namespace league

@@ -1,0 +1,218 @@
+"""Tic-tac-toe and connect four in C++ (``league._core``), batched and single-copy.
+
+Rules, agents, rewards and observations are PettingZoo's (``tictactoe_v3``,
+``connect_four_v3``) as this project's PettingZoo adapter hands them over: float32
+``[3, 3, 2]`` / ``[6, 7, 2]`` planes (the mover's pieces first), int8 masks, +1/-1 to the
+winner/loser after the deciding move and 0/0 for a draw, the first agent moving first.
+``tests/test_boards.py`` checks it move by move against PettingZoo over thousands of
+random games, so a policy trained on one backend plays on the other.
+
+* :class:`BoardBatchedEnv`: N copies under the batched contract
+  (:mod:`league.envs.batched`), one C++ call per step with the GIL released.
+* :class:`BoardEnv`: one copy under the :class:`~league.envs.base.MultiAgentEnv`
+  contract (what ``make_env(name, backend="cpp")`` builds; evaluation uses it).
+
+One difference from PettingZoo: an illegal action raises ``ValueError`` (PettingZoo's
+wrapper ends the game with -1 for the offender); policies never pick one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from league import _core
+from league.envs.base import AgentSpec, MultiAgentEnv, TimeStep
+from league.envs.batched import BatchedMultiAgentEnv, BatchStep
+
+__all__ = ["BACKENDS", "BOARD_GAMES", "BoardGame", "BoardBatchedEnv", "BoardEnv", "check_backend", "make_board_env"]
+
+
+@dataclass(frozen=True)
+class BoardGame:
+    """One C++ board game: its core class and PettingZoo's agent names."""
+
+    name: str
+    core: Any
+    agents: tuple[str, str]
+
+    @property
+    def spec(self) -> AgentSpec:
+        """Both agents' spec, as the PettingZoo adapter reports it."""
+        return AgentSpec(obs_shape=tuple(self.core.shape), num_actions=int(self.core.num_actions), has_action_mask=True)
+
+
+#: The games with a C++ backend, by registered env name.
+BOARD_GAMES: dict[str, BoardGame] = {
+    "tictactoe": BoardGame("tictactoe", _core.TicTacToeBatch, ("player_1", "player_2")),
+    "connect_four": BoardGame("connect_four", _core.ConnectFourBatch, ("player_0", "player_1")),
+}
+
+
+def _game(name: str) -> BoardGame:
+    try:
+        return BOARD_GAMES[name]
+    except KeyError:
+        raise ValueError(f"no C++ board game {name!r}; C++ games: {sorted(BOARD_GAMES)}") from None
+
+
+def as_actions(actions: Any, n: int, what: str) -> np.ndarray:
+    """``actions`` as ``int64[n]`` (copied only when its dtype differs); ValueError otherwise."""
+    arr = np.asarray(actions)
+    if arr.shape != (n,) or arr.dtype.kind not in "iu":
+        raise ValueError(
+            f"{what}: step() takes one integer action per env copy, an int64[{n}] array; "
+            f"got {arr.dtype}{list(arr.shape)}"
+        )
+    return np.ascontiguousarray(arr, dtype=np.int64)
+
+
+class BoardBatchedEnv(BatchedMultiAgentEnv):
+    """``num_envs`` copies of a C++ board game; one row per copy (the agent to move).
+
+    The returned :class:`BatchStep` arrays are this env's own buffers, overwritten by the
+    next ``step``. Rewards, ``done`` and the next state are PettingZoo's; a finished copy
+    restarts at once with the first agent to move.
+    """
+
+    def __init__(self, name: str, num_envs: int) -> None:
+        game = _game(name)
+        if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
+            raise ValueError(f"num_envs must be an int >= 1, got {num_envs!r}")
+        self.name = name
+        self.num_envs = n = int(num_envs)
+        self.possible_agents = list(game.agents)
+        self.agent_spec = game.spec
+        self._core = game.core(n)
+        spec = self.agent_spec
+        self._obs = np.zeros((n, *spec.obs_shape), np.float32)
+        self._mask = np.zeros((n, spec.num_actions), np.int8)
+        self._agent = np.zeros(n, np.int8)
+        self._rewards = np.zeros((n, 2), np.float32)
+        self._done = np.zeros(n, np.uint8)
+        self._env_index = np.arange(n, dtype=np.int64)
+        self._no_flags = np.zeros((n, 2), bool)
+        self._no_fail = np.zeros(n, bool)
+
+    def reset(self, seed: int | None = None) -> BatchStep:
+        """A new game in every copy (the games have no randomness: ``seed`` changes nothing)."""
+        self._core.reset_all()
+        self._core.observe(self._obs, self._mask, self._agent)
+        self._rewards[:] = 0.0
+        self._done[:] = 0
+        return self._batch_step()
+
+    def step(self, actions: np.ndarray) -> BatchStep:
+        """One move per copy; ValueError (nothing stepped) for a wrong array or an illegal move."""
+        acts = as_actions(actions, self.num_envs, f"env {self.name}")
+        self._core.step(acts, self._obs, self._mask, self._agent, self._rewards, self._done)
+        return self._batch_step()
+
+    def _batch_step(self) -> BatchStep:
+        done = self._done.view(bool)
+        return BatchStep(
+            env_index=self._env_index, agent_index=self._agent.astype(np.int64), obs=self._obs, masks=self._mask,
+            rewards=self._rewards, terminated=np.repeat(done[:, None], 2, axis=1), truncated=self._no_flags,
+            done=done, failed=self._no_fail,
+        )
+
+
+class BoardEnv(MultiAgentEnv):
+    """One copy of a C++ board game under the :class:`TimeStep` contract, as the
+    PettingZoo adapter reports the same game (agents, rewards, masks, truncation).
+
+    Args:
+        name: ``tictactoe`` or ``connect_four``.
+        max_episode_steps: truncate both agents after this many moves (with final
+            observations; the agent not to move gets an all-ones mask, as in the adapter).
+    """
+
+    def __init__(self, name: str, max_episode_steps: int | None = None) -> None:
+        if max_episode_steps is not None and (
+            isinstance(max_episode_steps, bool) or not isinstance(max_episode_steps, (int, np.integer))
+            or max_episode_steps < 1
+        ):
+            raise ValueError(f"max_episode_steps must be a positive int or None, got {max_episode_steps!r}")
+        self._batch = BoardBatchedEnv(name, 1)
+        self.name = name
+        self.max_episode_steps = None if max_episode_steps is None else int(max_episode_steps)
+        self.possible_agents = list(self._batch.possible_agents)
+        self._current: int | None = None
+        self._steps = 0
+
+    def spec(self, agent: str) -> AgentSpec:
+        """Both agents' spec (PettingZoo's observation and action spaces, preprocessed)."""
+        if agent not in self.possible_agents:
+            raise ValueError(f"env {self.name}: unknown agent {agent!r}; possible agents: {self.possible_agents}")
+        return self._batch.agent_spec
+
+    def reset(self, seed: int | None = None) -> TimeStep:
+        """A new game; the first agent moves."""
+        bs = self._batch.reset(seed)
+        self._steps = 0
+        return self._settle(bs, TimeStep(obs={}, masks={}))
+
+    def step(self, actions: dict[str, int]) -> TimeStep:
+        """Play the mover's action (ValueError for another agent or an illegal move)."""
+        if self._current is None:
+            raise RuntimeError(f"env {self.name}: step() called before reset() or after the episode ended")
+        agent = self.possible_agents[self._current]
+        if len(actions) != 1 or agent not in actions:
+            raise ValueError(
+                f"env {self.name}: it is {agent!r}'s turn, step() takes exactly one action "
+                f"for it; got actions for {sorted(actions)}"
+            )
+        bs = self._batch.step(np.array([int(actions[agent])], dtype=np.int64))
+        self._steps += 1
+        rewards = {a: float(bs.rewards[0, k]) for k, a in enumerate(self.possible_agents)}
+        ts = TimeStep(obs={}, masks={}, rewards=rewards)
+        if bs.done[0]:
+            ts.terminated = {a: True for a in self.possible_agents}
+            ts.done = True
+            self._current = None
+            return ts
+        return self._settle(bs, ts)
+
+    def _settle(self, bs: BatchStep, ts: TimeStep) -> TimeStep:
+        mover = int(bs.agent_index[0])
+        obs, mask = bs.obs[0].copy(), bs.masks[0].copy()
+        if self.max_episode_steps is not None and self._steps >= self.max_episode_steps:
+            other = self.possible_agents[1 - mover]
+            ts.truncated = {a: True for a in self.possible_agents}
+            ts.final_obs = {self.possible_agents[mover]: obs, other: obs[..., ::-1].copy()}
+            ts.final_masks = {self.possible_agents[mover]: mask, other: np.ones_like(mask)}
+            ts.done = True
+            self._current = None
+            return ts
+        self._current = mover
+        agent = self.possible_agents[mover]
+        ts.obs[agent], ts.masks[agent] = obs, mask
+        return ts
+
+
+#: Values of ``env.backend``: PettingZoo through the adapters, or the C++ board games.
+BACKENDS = ("pettingzoo", "cpp")
+
+
+def check_backend(name: str, backend: str, api: str | None = None, kwargs: dict[str, Any] | None = None) -> None:
+    """ValueError unless env ``name`` can run on ``backend`` with these options."""
+    if backend not in BACKENDS:
+        raise ValueError(f"env.backend must be one of {list(BACKENDS)}, got {backend!r}")
+    if backend == "cpp":
+        if name not in BOARD_GAMES:
+            raise ValueError(
+                f"env.backend=cpp exists for {sorted(BOARD_GAMES)} only, not {name!r}; use env.backend=pettingzoo"
+            )
+        if api is not None or kwargs:
+            raise ValueError(
+                f"env {name!r} with env.backend=cpp takes no api or env kwargs (got api={api!r}, kwargs={kwargs}); "
+                "use env.backend=pettingzoo to pass them to PettingZoo"
+            )
+
+
+def make_board_env(name: str, backend: str, api: str | None, max_episode_steps: int | None, kwargs: dict[str, Any]) -> BoardEnv:
+    """``make_env(name, backend="cpp")``: the single-copy C++ game (checked by :func:`check_backend`)."""
+    check_backend(name, backend, api, kwargs)
+    return BoardEnv(name, max_episode_steps=max_episode_steps)
