@@ -42,6 +42,12 @@ class EnvConfig:
 
     name: str = "connect_four"
     kwargs: dict[str, Any] = field(default_factory=dict)
+    # Sides of the game: group -> agent-id patterns (fnmatch), e.g. {predator: [adversary_*],
+    # prey: [agent_*]}. Every seat of a group is played by one policy (parameter sharing), each
+    # group learns with its own policy and snapshots against the other groups' pools; one group
+    # of every agent ({team: ["*"]}) is a co-op team. Empty: one symmetric side (self-play),
+    # or, when agents differ in spaces, groups by agent-id prefix (see league.envs.groups).
+    groups: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -134,6 +140,10 @@ class EvalConfig:
     interval: int = 5  # training iterations (see IterationConfig); 0 disables
     episodes: int = 100
     opponent: str = "random"
+    # What the final line reports and sweeps optimise: win_rate (against the opponent), return
+    # (mean episode return in those games), or auto: return for single-agent envs and envs whose
+    # agents form one group (a co-op team), win_rate otherwise.
+    metric: str = "auto"
 
 
 @dataclass
@@ -144,6 +154,9 @@ class StopConfig:
     iterations: int = 0
     time_s: float = 540.0
     win_rate: float = 0.0  # stop once eval win rate >= this (0: off)
+    # Stop once every learning policy's evaluation mean episode return is >= this (null: off);
+    # the criterion for co-op and single-agent envs (cartpole: 475), where nobody wins.
+    return_mean: float | None = None
 
 
 @dataclass
@@ -185,6 +198,8 @@ class PolicyConfig:
 
     algo: str = "ppo"
     params: dict[str, Any] = field(default_factory=dict)
+    # The env.groups group this policy plays (default: the group of the same name, or the only one).
+    group: str | None = None
 
 
 @dataclass
@@ -265,21 +280,27 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
     except TypeError as err:
         raise ValueError(f"env '{cfg.env.name}' rejected env.kwargs {cfg.env.kwargs}: {err}") from err
     try:
-        spec = env.spec(env.possible_agents[0])
+        specs = {agent: env.spec(agent) for agent in env.possible_agents}
     finally:
         env.close()
-    # The algorithm validates its own hyperparameters (unknown keys, ranges).
-    ALGORITHMS[cfg.algo.name](spec, cfg.algo.params)
+    group_specs = _resolve_env_groups(cfg, specs)
+    spec = next(iter(specs.values()))
+    # The algorithm validates its own hyperparameters (unknown keys, ranges), for each spec it meets.
+    for group_spec in group_specs.values() or [spec]:
+        ALGORITHMS[cfg.algo.name](group_spec, cfg.algo.params)
     policies = {}
     for pid, values in cfg.policies.items():
         pc = _build(PolicyConfig, values, f"policies.{pid}")
         if pc.algo not in ALGORITHMS:
             raise ValueError(f"unknown algorithm '{pc.algo}' (policies.{pid}.algo); known: {sorted(ALGORITHMS)}")
-        ALGORITHMS[pc.algo](spec, pc.params)
         if pid in ("random",) or "@" in pid:
             raise ValueError(f"policy id '{pid}' is reserved (random, or contains '@' used by snapshots)")
+        pc.group = _policy_group(pid, pc.group, group_specs)
+        ALGORITHMS[pc.algo](group_specs[pc.group] if pc.group else spec, pc.params)
         policies[pid] = pc
     cfg.policies = policies
+    if group_specs:
+        _fill_group_policies(cfg)
     s = cfg.sampler
     for name in ("num_samplers", "num_envs", "fragment_length"):
         if getattr(s, name) < 1:
@@ -326,9 +347,65 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
         )
     if cfg.resume is not None and (not isinstance(cfg.resume, str) or not cfg.resume):
         raise ValueError(f"resume must be a checkpoint path (a non-empty string) or null, got {cfg.resume!r}")
+    if cfg.eval.metric not in ("auto", "win_rate", "return"):
+        raise ValueError(f"eval.metric must be 'auto', 'win_rate' or 'return', got '{cfg.eval.metric}'")
     if cfg.eval.opponent != "random":
         raise ValueError(f"eval.opponent '{cfg.eval.opponent}' is not supported (known: random)")
     return cfg
+
+
+def _resolve_env_groups(cfg: RunConfig, specs: Mapping[str, Any]) -> dict[str, Any]:
+    """``env.groups`` checked against the env's agents (explicit, or by agent-id prefix when the
+    agents' spaces differ), written back as explicit patterns; returns group -> spec ({} without groups)."""
+    from league.envs.groups import auto_groups, resolve_groups
+
+    patterns = cfg.env.groups
+    if not patterns:
+        patterns = auto_groups(specs) or {}
+        if not patterns and len(set(specs.values())) > 1:
+            detail = ", ".join(f"{a}: obs {s.obs_shape}, {s.num_actions} actions" for a, s in specs.items())
+            raise ValueError(
+                f"env '{cfg.env.name}' gives its agents different spaces ({detail}), and their ids do not split "
+                "into sides of identical agents; declare the sides with env.groups, e.g. "
+                "'+env.groups={side_a: [agent_a*], side_b: [agent_b*]}'"
+            )
+    if not patterns:
+        return {}
+    groups = resolve_groups(patterns, specs, cfg.env.name)
+    cfg.env.groups = {g: list(p) if not isinstance(p, str) else [p] for g, p in patterns.items()}
+    return {g: specs[members[0]] for g, members in groups.items()}
+
+
+def _policy_group(pid: str, group: str | None, group_specs: Mapping[str, Any]) -> str | None:
+    """The group policy ``pid`` plays: its ``group`` key, else the group named ``pid``, else the only group."""
+    if not group_specs:
+        if group is not None:
+            raise ValueError(f"policies.{pid}.group is '{group}', but the env has no groups (env.groups is empty)")
+        return None
+    if group is None:
+        group = pid if pid in group_specs else next(iter(group_specs)) if len(group_specs) == 1 else None
+    if group not in group_specs:
+        raise ValueError(
+            f"policies.{pid} plays no group of env.groups {list(group_specs)}"
+            + (f" (its group '{group}' is unknown)" if group else f"; set policies.{pid}.group to one of them")
+        )
+    return group
+
+
+def _fill_group_policies(cfg: RunConfig) -> None:
+    """With groups: one learning policy per group that ``policies`` leaves without one
+    (named after the group, learning with ``algo``); the recipe must be selfplay."""
+    if cfg.league.recipe != "selfplay":
+        raise ValueError(
+            f"league.recipe '{cfg.league.recipe}' is not available for an env with agent groups {list(cfg.env.groups)}; "
+            "use league=selfplay (each group learns against the other groups' current policies, snapshots and fixed members)"
+        )
+    played = {pc.group for pc in cfg.policies.values()}
+    for g in cfg.env.groups:
+        if g not in played:
+            if g in cfg.policies or g in ("random",) or "@" in g:
+                raise ValueError(f"group '{g}' has no policy, and its name cannot be a policy id; add policies.<id>.group={g}")
+            cfg.policies[g] = PolicyConfig(algo=cfg.algo.name, params=dict(cfg.algo.params), group=g)
 
 
 def _check_league(cfg: RunConfig) -> None:
@@ -365,7 +442,7 @@ def _check_league(cfg: RunConfig) -> None:
             f"league.recipe={league.recipe}, choose the recipe's config file with league={league.recipe} (it "
             "leaves the selfplay defaults out), or add league.fixed_opponents={}"
         )
-    if cfg.policies:
+    if cfg.policies and not cfg.env.groups:
         raise ValueError(f"league.recipe '{league.recipe}' trains cfg.algo for every learning player; leave policies empty")
     build_league(league)  # raises naming a bad role, parameter or scripted member
     if league.meta_game_episodes < 0:

@@ -194,7 +194,7 @@ class Trainer:
         self.progress = make_progress(self.cfg, self.iteration, self.env_steps)
         start = time.perf_counter()
         try:
-            while not stop_reached(stop, self.clock, time.perf_counter() - start, self.win_rates):
+            while not stop_reached(stop, self.clock, time.perf_counter() - start, self.win_rates, self.evaluation.returns):
                 try:
                     self.step(time.perf_counter() - start)
                     self._periodic_checkpoint()
@@ -232,7 +232,7 @@ class Trainer:
         self.evaluation.collect(self.league, block=False)
         time_s = elapsed + time.perf_counter() - t0
         lost = self.episodes.lost_sampler_calls + self.evaluation.lost_sampler_calls
-        extra = {"learner_restores": self.learner_restores, "lost_sampler_calls": lost}
+        extra = {"learner_restores": self.learner_restores, "lost_sampler_calls": lost, "eval_return_mean": dict(self.evaluation.returns)}
         row = records.metrics_row(self.clock, time_s, train_steps, stats, self.plan, self.league, self.learner, self.win_rates, extra)
         self.history.append(row)
         if self.logger is not None:  # None when step() is driven without train()
@@ -243,7 +243,8 @@ class Trainer:
     def evaluate(self, episodes: int = 200, opponents: Sequence[str] = (EVAL_OPPONENT,)) -> dict[str, dict[str, float]]:
         """Greedy win rate of every learning policy against each of ``opponents`` (the fixed
         evaluation opponent or fixed members), ``episodes`` games each, seats at random."""
-        return {pid: {opp: win_rate(self.samplers, pid, opp, episodes) for opp in opponents} for pid in self.learning}
+        source = self.league.evaluation_source
+        return {pid: {opp: win_rate(self.samplers, pid, opp, episodes, source(pid, opp)) for opp in opponents} for pid in self.learning}
 
     def save(self, name: str = "final") -> Path:
         """Write checkpoint ``name`` now (see :meth:`save_checkpoint`); returns its directory."""
@@ -309,6 +310,8 @@ class Trainer:
     def _summary(self, elapsed: float) -> dict[str, Any]:
         extra = {
             "best_win_rate_vs_random": self.evaluation.best_win_rate,
+            "eval_return_mean": dict(self.evaluation.returns),
+            "final_return_mean": sum(self.evaluation.returns.values()) / len(self.evaluation.returns) if self.evaluation.returns else None,
             "resumed_from": str(self.resumed_from) if self.resumed_from else None,
             "learner_restores": self.learner_restores,
         }

@@ -10,6 +10,7 @@ new run directory. The config and a resume checkpoint are validated before Ray s
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -57,9 +58,20 @@ def run_job(values: dict[str, Any], output_dir: str) -> dict[str, Any]:
         raise SystemExit(2) from None
     finally:
         trainer.close()
+    from league.run.build import success_metric
+
+    # Co-op and single-agent envs have no winner: their figure is the mean episode return.
+    metric = success_metric(run_cfg)
+    summary["metric"] = metric
+    summary["final_metric"] = summary["final_return_mean"] if metric == "return" else summary["final_win_rate_vs_random"]
+    figure = (
+        f"mean return {summary['final_return_mean']} (per policy {summary['eval_return_mean']})"
+        if metric == "return"
+        else f"win rate vs random {summary['final_win_rate_vs_random']}"
+    )
     print(
         f"league-train: done in {summary['wall_time_s']} s, {summary['iterations']} iterations, {summary['env_steps']} env steps "
-        f"({summary['env_steps_per_s']} steps/s), win rate vs random {summary['final_win_rate_vs_random']}; "
+        f"({summary['env_steps_per_s']} steps/s), {figure}; "
         f"checkpoint {summary['checkpoints'][-1] if summary['checkpoints'] else '-'}"
     )
     return summary
@@ -68,11 +80,15 @@ def run_job(values: dict[str, Any], output_dir: str) -> dict[str, Any]:
 @hydra.main(config_path=config_dir(), config_name="config", version_base="1.3")
 def _train(cfg: DictConfig) -> float | None:
     summary = run_job(OmegaConf.to_container(cfg, resolve=True), HydraConfig.get().runtime.output_dir)
-    return summary["final_win_rate_vs_random"]  # the value sweepers optimise
+    return summary["final_metric"]  # the value sweepers optimise: win rate, or mean return (eval.metric)
 
 
 def main() -> None:
     """Console-script entry point."""
+    # A user's env module in the current directory (env.name=mygame) imports as it would
+    # under `python -m`: console scripts do not put the working directory on sys.path.
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
     _train()
 
 

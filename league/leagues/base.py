@@ -73,6 +73,13 @@ class TrainingLeague(ABC):
         policy's learner state at its creation (``Learner.get_state``)."""
         self.samplers = list(samplers)
 
+    def evaluation_source(self, policy_id: str, opponent: str) -> MatchupSource:
+        """The matchups of ``policy_id``'s evaluation games against ``opponent``: one seat at
+        random, ``opponent`` on the others (a league of sides puts it on its own side's seats)."""
+        from league.sampling.matchups import OpponentSampling
+
+        return OpponentSampling(policy_id, {opponent: 1.0})
+
     def evaluation_matchups(self) -> list[Matchup]:
         """Matchups of league-scheduled evaluation games (none by default)."""
         return []

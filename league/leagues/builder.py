@@ -47,11 +47,41 @@ def _exact_evaluator(cfg: RunConfig) -> ExactMetaGame:
         env.close()
 
 
+def _group_league(cfg: RunConfig, algorithms: Mapping[str, Algorithm], spec: AgentSpec) -> TrainingLeague:
+    """Each group of ``env.groups`` its learning policies, snapshots and opponents."""
+    from league.envs import make_env
+    from league.envs.groups import resolve_groups
+    from league.leagues.groups import GroupLeague
+
+    league = cfg.league
+    env = make_env(cfg.env.name, **cfg.env.kwargs)
+    try:
+        groups = resolve_groups(cfg.env.groups, {a: env.spec(a) for a in env.possible_agents}, cfg.env.name)
+    finally:
+        env.close()
+    # Only the random player plays every game; a scripted board player refuses other specs.
+    fixed = {pid: (scripted_factory(pid, spec, league.negamax_depth), share) for pid, share in league.fixed_opponents.items()}
+    return GroupLeague(
+        groups,
+        {pid: cfg.policies[pid].group for pid in algorithms},
+        algorithms,
+        fixed,
+        PayoffTable(decay=league.payoff_decay, min_games=league.payoff_min_games),
+        snapshot_steps=league.snapshot_steps,
+        self_play_prob=league.self_play_prob,
+        max_snapshots=league.max_snapshots,
+        opponent_sampling=league.opponent_sampling,
+    )
+
+
 def make_league(
     cfg: RunConfig, algorithms: Mapping[str, Algorithm], spec: AgentSpec, agents: Sequence[str], remote: bool
 ) -> TrainingLeague:
-    """The run's :class:`TrainingLeague`: several ``policies`` just play each other (:class:`PolicyPairs`)."""
+    """The run's :class:`TrainingLeague`: one per side with ``env.groups`` (:class:`GroupLeague`),
+    several ``policies`` just play each other (:class:`PolicyPairs`), else the recipe's league."""
     league = cfg.league
+    if cfg.env.groups:
+        return _group_league(cfg, algorithms, spec)
     if league.recipe == "selfplay" and len(algorithms) != 1:
         from league.leagues.pairs import PolicyPairs
 

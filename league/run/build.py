@@ -31,6 +31,9 @@ from league.sampling import Sampler, make_remote_samplers
 __all__ = [
     "EVAL_OPPONENT",
     "agent_spec",
+    "agent_specs",
+    "group_agents",
+    "success_metric",
     "make_algorithms",
     "uses_ray",
     "make_learner",
@@ -44,22 +47,53 @@ __all__ = [
 EVAL_OPPONENT = "random"
 
 
-def agent_spec(cfg: RunConfig) -> tuple[AgentSpec, list[str]]:
-    """The (shared) agent spec of the run's env and its agent ids."""
+def agent_specs(cfg: RunConfig) -> dict[str, AgentSpec]:
+    """Every agent of the run's env -> its spec, in the env's agent order."""
     env = make_env(cfg.env.name, **cfg.env.kwargs)
     try:
-        specs = {a: env.spec(a) for a in env.possible_agents}
+        return {a: env.spec(a) for a in env.possible_agents}
     finally:
         env.close()
-    if len(set(specs.values())) != 1:
-        raise ValueError(f"self-play needs identical agent specs, env '{cfg.env.name}' has {specs}")
+
+
+def agent_spec(cfg: RunConfig) -> tuple[AgentSpec, list[str]]:
+    """The run's agent spec (shared by every agent; with ``env.groups``, the first agent's:
+    each policy then gets its group's spec from :func:`make_algorithms`) and its agent ids."""
+    specs = agent_specs(cfg)
+    if len(set(specs.values())) != 1 and not cfg.env.groups:
+        # parse_run_config groups such envs; a config built around it must declare them.
+        raise ValueError(f"env '{cfg.env.name}' gives its agents different spaces {specs}; declare its sides in env.groups")
     return next(iter(specs.values())), list(specs)
 
 
+def group_agents(cfg: RunConfig) -> dict[str, list[str]]:
+    """``env.groups`` resolved against the env's agents: ``{group: [agent ids]}`` ({} without groups)."""
+    if not cfg.env.groups:
+        return {}
+    from league.envs.groups import resolve_groups
+
+    return resolve_groups(cfg.env.groups, agent_specs(cfg), cfg.env.name)
+
+
+def success_metric(cfg: RunConfig) -> str:
+    """``eval.metric`` with ``auto`` resolved: ``return`` for a single-agent env or one whose
+    agents form a single group (a co-op team: nobody wins against a teammate), else ``win_rate``."""
+    if cfg.eval.metric != "auto":
+        return cfg.eval.metric
+    if len(cfg.env.groups) == 1 or len(agent_specs(cfg)) == 1:
+        return "return"
+    return "win_rate"
+
+
 def make_algorithms(cfg: RunConfig, spec: AgentSpec, learning: Sequence[str]) -> dict[str, Algorithm]:
-    """Each learning policy's algorithm: its own ``policies`` entry, else ``algo``."""
+    """Each learning policy's algorithm: its own ``policies`` entry, else ``algo``; a policy
+    of a group is built for that group's spec."""
     if cfg.policies:
-        return {pid: make_algorithm(pc.algo, spec, pc.params) for pid, pc in cfg.policies.items()}
+        specs = agent_specs(cfg) if cfg.env.groups else {}
+        groups = group_agents(cfg) if cfg.env.groups else {}
+        return {
+            pid: make_algorithm(pc.algo, specs[groups[pc.group][0]] if pc.group else spec, pc.params) for pid, pc in cfg.policies.items()
+        }
     return {pid: make_algorithm(cfg.algo.name, spec, cfg.algo.params) for pid in learning}
 
 

@@ -16,22 +16,34 @@ from typing import Any
 from league.runtime.actors import is_ray_actor, resolve, resolve_lenient, submit
 from league.runtime.faces import SamplerHandle
 from league.leagues import TrainingLeague
-from league.sampling import MatchupBatch, OpponentSampling
+from league.sampling import MatchupBatch, MatchupSource, OpponentSampling
 
-__all__ = ["EpisodeFeed", "EvaluationRounds", "win_rate", "wins_of"]
+__all__ = ["EpisodeFeed", "EvaluationRounds", "win_rate", "wins_of", "mean_return_of"]
 
 
 def wins_of(policy_id: str, episodes: Sequence[Mapping[str, Any]]) -> float:
-    """The share of ``episodes`` that ``policy_id`` won (draws are not wins)."""
-    wins = sum(1 for e in episodes for a, p in e["policies"].items() if p == policy_id and e["outcome"][a] == "win")
+    """The share of ``episodes`` that ``policy_id`` won (draws are not wins; a team on several
+    seats wins an episode once, when one of its seats has the highest return)."""
+    wins = sum(1 for e in episodes if any(p == policy_id and e["outcome"][a] == "win" for a, p in e["policies"].items()))
     return wins / len(episodes)
 
 
-def win_rate(samplers: Sequence[SamplerHandle], policy_id: str, opponent: str, episodes: int) -> float:
+def mean_return_of(policy_id: str, episodes: Sequence[Mapping[str, Any]]) -> float | None:
+    """``policy_id``'s mean episode return (a team's: the mean over its seats), None without a seat."""
+    per_episode = [
+        sum(seats) / len(seats)
+        for e in episodes
+        if (seats := [e["returns"][a] for a, p in e["policies"].items() if p == policy_id])
+    ]
+    return sum(per_episode) / len(per_episode) if per_episode else None
+
+
+def win_rate(samplers: Sequence[SamplerHandle], policy_id: str, opponent: str, episodes: int, matchups: MatchupSource | None = None) -> float:
     """Greedy win rate of ``policy_id`` against ``opponent`` over ``episodes`` games split
-    between the samplers (it waits for them)."""
+    between the samplers (it waits for them); ``matchups``: the league's
+    :meth:`~league.leagues.TrainingLeague.evaluation_source` (default: a random seat)."""
     per = max(1, episodes // len(samplers))
-    matchups = OpponentSampling(policy_id, {opponent: 1.0})
+    matchups = matchups or OpponentSampling(policy_id, {opponent: 1.0})
     results = resolve([submit(s, "evaluate", per, matchups) for s in samplers], list(samplers))
     return wins_of(policy_id, [e for eps in results for e in eps])
 
@@ -77,6 +89,8 @@ class EvaluationRounds:
 
     Attributes:
         win_rates: the latest win rate of each learning policy against the opponent.
+        returns: the latest mean episode return of each learning policy in those games
+            (the success metric of co-op and single-agent envs, where nobody wins).
         best_win_rate: the best, over rounds, of the worst policy's win rate.
         lost_sampler_calls: evaluation calls lost with their sampler.
     """
@@ -85,6 +99,7 @@ class EvaluationRounds:
         self.opponent = opponent
         self.episodes = episodes
         self.win_rates: dict[str, float] = {}
+        self.returns: dict[str, float] = {}
         self.best_win_rate: float | None = None
         self.lost_sampler_calls = 0
         self._pending: list[tuple[str | None, list[tuple[SamplerHandle, Any]]]] = []  # (policy, or None: league games; calls)
@@ -98,7 +113,7 @@ class EvaluationRounds:
         """Send a round's games to the samplers (evaluation against the opponent split evenly)."""
         per = max(1, self.episodes // len(samplers))
         for pid in league.learning:
-            matchups = OpponentSampling(pid, {self.opponent: 1.0})
+            matchups = league.evaluation_source(pid, self.opponent)
             self._pending.append((pid, [(s, submit(s, "evaluate", per, matchups)) for s in samplers]))
         games = league.evaluation_matchups()
         if games:  # the league's own games, split between samplers
@@ -125,6 +140,9 @@ class EvaluationRounds:
                 league.record(episodes)
             elif episodes:  # every sampler of this evaluation lost: no result, not a 0
                 self.win_rates[pid] = wins_of(pid, episodes)
+                mean = mean_return_of(pid, episodes)
+                if mean is not None:
+                    self.returns[pid] = round(mean, 5)
         self._pending = []
         if self.win_rates:
             worst = min(self.win_rates.values())

@@ -114,11 +114,15 @@ def write_run_checkpoint(
     )  # fmt: skip
 
 
-def stop_reached(stop: StopConfig, run: RunClock, elapsed: float, win_rates: Mapping[str, float]) -> bool:
-    """Whether any of ``stop``'s criteria (0: off) is met."""
+def stop_reached(
+    stop: StopConfig, run: RunClock, elapsed: float, win_rates: Mapping[str, float], returns: Mapping[str, float] | None = None
+) -> bool:
+    """Whether any of ``stop``'s criteria (0 or None: off) is met; ``returns``: each learning
+    policy's latest evaluation mean return (``stop.return_mean``)."""
     return bool(
         (stop.env_steps and run.env_steps >= stop.env_steps)
         or (stop.iterations and run.iteration >= stop.iterations)
         or (stop.time_s and elapsed >= stop.time_s)
         or (stop.win_rate and win_rates and min(win_rates.values()) >= stop.win_rate)
+        or (stop.return_mean is not None and returns and min(returns.values()) >= stop.return_mean)
     )

@@ -1,0 +1,127 @@
+"""Agent groups (issue 15): sides with different spaces, each its own policy and league.
+
+Short runs through ``league-train``'s code path (``run_job``, the config the CLI builds)
+on mpe2's predator-prey, speaker-listener and co-op spread, plus the group resolution and
+the errors a bad declaration gets.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from league.cli.train import run_job
+from league.config import parse_run_config
+from league.envs.base import AgentSpec
+from league.envs.groups import auto_groups, resolve_groups
+from league.leagues.groups import GroupMatchups
+
+pytest.importorskip("mpe2")
+
+# One in-process sampler, tiny PPO batches: each run takes a few seconds.
+SHORT = {
+    "algo": {"name": "ppo", "params": {"train_batch_size": 128, "minibatch_size": 64, "num_epochs": 1}},
+    "sampler": {"num_samplers": 1, "num_envs": 4, "fragment_length": 25, "remote": False},
+    "league": {"snapshot_steps": 100, "fixed_opponents": {"random": 0.2}},
+    "iteration": {"min_env_steps": 200},
+    "eval": {"interval": 1, "episodes": 4},
+    "stop": {"iterations": 3, "time_s": 0, "env_steps": 0},
+    "logging": {"tensorboard": False, "progress": False},
+    "verbose": False,
+}
+
+A = AgentSpec((16,), 5, False)
+B = AgentSpec((14,), 5, False)
+
+
+def _values(env: dict, **extra) -> dict:
+    return {**SHORT, "env": env, **extra}
+
+
+def test_groups_resolve_by_pattern_and_auto_by_prefix():
+    specs = {"adversary_0": A, "adversary_1": A, "agent_0": B}
+    assert resolve_groups({"predator": ["adversary_*"], "prey": ["agent_*"]}, specs) == {
+        "predator": ["adversary_0", "adversary_1"],
+        "prey": ["agent_0"],
+    }
+    assert auto_groups(specs) == {"adversary": ["adversary_0", "adversary_1"], "agent": ["agent_0"]}
+    assert auto_groups({"player_0": A, "player_1": A}) is None  # symmetric: plain self-play
+
+
+@pytest.mark.parametrize(
+    "groups, message",
+    [
+        ({"predator": ["adversary_*"]}, "'agent_0' is in no group"),
+        ({"all": ["*"]}, "mixes agents with different spaces"),
+        ({"a": ["adversary_*"], "b": ["*"]}, "matches groups"),
+        ({"a": ["adversary_*"], "b": ["agent_*"], "c": ["nobody"]}, "matches no agent"),
+    ],
+)
+def test_bad_group_declarations_are_named(groups, message):
+    with pytest.raises(ValueError, match=message):
+        resolve_groups(groups, {"adversary_0": A, "adversary_1": A, "agent_0": B}, "simple_tag")
+
+
+def test_group_matchups_seat_a_side_with_one_policy_and_learn_only_learning_seats():
+    groups = {"predator": ["adversary_0", "adversary_1"], "prey": ["agent_0"]}
+    source = GroupMatchups(
+        groups, {"predator": ["pred"], "prey": ["prey"]}, {("pred", "prey"): {"random": 1.0}, ("prey", "predator"): {"pred": 1.0}}
+    )
+    rng = np.random.default_rng(0)
+    seen = set()
+    for k in range(40):
+        m = source.next_matchup(["adversary_0", "adversary_1", "agent_0"], k, rng)
+        assert m.policies["adversary_0"] == m.policies["adversary_1"]  # a side shares its policy
+        if m.policies["agent_0"] == "random":
+            assert m.learning_agents == {"adversary_0", "adversary_1"}
+        else:  # prey in focus against the current predator: both sides learn
+            assert m.learning_agents == {"adversary_0", "adversary_1", "agent_0"}
+        seen.add(m.policies["agent_0"])
+    assert seen == {"random", "prey"}
+
+
+def test_simple_tag_trains_predators_and_prey_each_with_its_own_league(tmp_path):
+    """The issue's traceback case: two sides with different observation sizes, from the CLI path."""
+    summary = run_job(_values({"name": "mpe2.simple_tag_v3", "kwargs": {"max_cycles": 25}}), str(tmp_path))
+    cfg = summary["config"]
+    assert cfg["env"]["groups"] == {"adversary": ["adversary_0", "adversary_1", "adversary_2"], "agent": ["agent_0"]}
+    assert set(cfg["policies"]) == {"adversary", "agent"}  # one learning policy per side, by default
+    assert any(s.startswith("adversary@") for s in summary["snapshots"]) and any(s.startswith("agent@") for s in summary["snapshots"])
+    assert summary["payoff"]["pairs"], "group-vs-group results reach the payoff table"
+    assert set(summary["eval_return_mean"]) == {"adversary", "agent"}
+    assert 0.0 <= summary["final_win_rate_vs_random"] <= 1.0
+
+
+def test_explicit_groups_and_policies_per_side_with_different_action_spaces(tmp_path):
+    env = {"name": "mpe2.simple_speaker_listener_v4", "kwargs": {"max_cycles": 25}, "groups": {"speaker": ["speaker_*"], "listener": ["listener_*"]}}
+    policies = {"talk": {"algo": "ppo", "params": {"train_batch_size": 128, "minibatch_size": 64, "num_epochs": 1}, "group": "speaker"}}
+    summary = run_job(_values(env, policies=policies), str(tmp_path))
+    # "talk" plays the speakers, the listener group gets a policy of its own (algo).
+    assert {pid: p["group"] for pid, p in summary["config"]["policies"].items()} == {"talk": "speaker", "listener": "listener"}
+    assert summary["metric"] == "win_rate" and set(summary["eval_return_mean"]) == {"talk", "listener"}
+
+
+def test_one_group_is_a_team_sharing_parameters_and_its_metric_is_return(tmp_path):
+    env = {"name": "mpe2.simple_spread_v3", "kwargs": {"max_cycles": 25}, "groups": {"team": ["*"]}}
+    summary = run_job(_values(env), str(tmp_path))
+    assert list(summary["config"]["policies"]) == ["team"]
+    assert summary["metric"] == "return" and summary["final_metric"] == summary["final_return_mean"] < 0
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        ({"policies": {"p": {"algo": "ppo", "group": "nope"}}}, "its group 'nope' is unknown"),
+        ({"league": {"recipe": "pfsp", "scripted": ["random"]}}, "not available for an env with agent groups"),
+    ],
+)
+def test_bad_group_configs_get_a_message(extra, message):
+    values = _values({"name": "mpe2.simple_tag_v3"})
+    values.update(extra)
+    with pytest.raises(ValueError, match=message):
+        parse_run_config(values)
+
+
+def test_policy_group_without_groups_is_refused():
+    with pytest.raises(ValueError, match="the env has no groups"):
+        parse_run_config({"env": {"name": "tictactoe"}, "policies": {"p": {"algo": "ppo", "group": "x"}}})
