@@ -5,19 +5,25 @@ A name is resolved in this order:
 1. a registered short name (``"connect_four"``, ``"rps"``, ``"cartpole"``...; see
    :func:`registered_env_names`, extend with :func:`register_env`);
 2. ``"gymnasium:<id>"``: ``gymnasium.make(<id>, **kwargs)``, adapted as one agent;
-3. a dotted module path (``"pettingzoo.classic.connect_four_v3"``) whose module exposes
-   ``env()`` (AEC) and/or ``parallel_env()``.
+3. ``"openspiel:<game>"``: any OpenSpiel game (``openspiel:liars_dice``), by the project's
+   own adapter (kwargs are game parameters, plus ``observation``);
+4. a module path, dotted (``"pettingzoo.classic.connect_four_v3"``) or top-level (a user's
+   ``mygame.py`` on ``sys.path``), whose module exposes ``env()`` (AEC) and/or
+   ``parallel_env()``.
 
 Which PettingZoo API is used, unless ``api="aec"|"parallel"`` says so: the only one the
 module offers; when it offers both, parallel if its env declares
 ``metadata["is_parallelizable"]`` (every agent acts every cycle, e.g. rps) and AEC
-otherwise (turn-based games such as connect four).
+otherwise (turn-based games such as connect four). An AEC ``env()`` that only wraps a
+parallel env (PettingZoo's Atari games) is played through ``parallel_env()``. Atari games
+find the ROMs that the ``ale-py`` wheel ships unless ``auto_rom_install_path`` is given.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -29,6 +35,7 @@ from league.envs.pettingzoo_env import PettingZooAECEnv, PettingZooParallelEnv
 __all__ = ["make_env", "register_env", "registered_env_names"]
 
 GYMNASIUM_PREFIX = "gymnasium:"
+OPENSPIEL_PREFIX = "openspiel:"
 _APIS = ("aec", "parallel")
 
 #: Factories registered under a short name: ``factory(**kwargs) -> MultiAgentEnv``.
@@ -130,6 +137,8 @@ def make_env(
     if backend is not None and backend != "pettingzoo":
         return make_board_env(name, backend, api, max_episode_steps, kwargs)
     target = _REGISTRY.get(name, name)
+    if not callable(target) and target.startswith(OPENSPIEL_PREFIX):
+        target = _OpenSpielFactory(target[len(OPENSPIEL_PREFIX):])
     if callable(target):
         options = {k: v for k, v in (("api", api), ("max_episode_steps", max_episode_steps)) if v is not None}
         env = target(**options, **kwargs)
@@ -140,14 +149,18 @@ def make_env(
         if api is not None:
             raise ValueError(f"env {name!r} is a Gymnasium env; api={api!r} applies to PettingZoo envs only")
         return _make_gymnasium(name, target[len(GYMNASIUM_PREFIX):], max_episode_steps, kwargs)
-    if "." in target:
+    if target and ":" not in target and "/" not in target:
         return _make_pettingzoo(name, target, api, max_episode_steps, kwargs)
-    raise ValueError(_unknown(name, "not a registered short name, 'gymnasium:<id>' or a module path"))
+    raise ValueError(_unknown(name, "not a registered short name, 'gymnasium:<id>', 'openspiel:<game>' or a module path"))
 
 
 def _unknown(name: str, why: str) -> str:
     names = ", ".join(registered_env_names())
-    return f"unknown env {name!r} ({why}); registered short names: {names}"
+    return (
+        f"unknown env {name!r} ({why}); registered short names: {names}; or a PettingZoo module path "
+        "(env.name=pettingzoo.butterfly.pistonball_v6, env.name=mygame for a mygame.py on the Python path), "
+        "'gymnasium:<id>' or 'openspiel:<game>'"
+    )
 
 
 def _make_gymnasium(
@@ -174,21 +187,57 @@ def _make_pettingzoo(
     has_parallel = callable(getattr(module, "parallel_env", None))
     if not (has_aec or has_parallel):
         raise ValueError(f"env {name!r}: module {path} offers neither env() nor parallel_env()")
+    auto_api = api is None
     if api is None:
         api = _default_api(module, has_aec, has_parallel)
     if api == "aec" and not has_aec:
         raise ValueError(f"env {name!r}: module {path} has no env() for the AEC API")
     if api == "parallel" and not has_parallel:
         raise ValueError(f"env {name!r}: module {path} has no parallel_env() for the parallel API")
-    constructor = module.env if api == "aec" else module.parallel_env
+    kwargs = _with_atari_roms(path, kwargs)
+    env = _construct(name, path, module.env if api == "aec" else module.parallel_env, kwargs)
+    if api == "aec" and _wraps_parallel(env):
+        env.close()
+        if not auto_api:
+            raise ValueError(
+                f"env {name!r}: {path}.env() only wraps a parallel env (its AEC state is not kept); "
+                "leave env.kwargs.api unset or use api=parallel"
+            )
+        api, env = "parallel", _construct(name, path, module.parallel_env, kwargs)
+    adapter = PettingZooAECEnv if api == "aec" else PettingZooParallelEnv
+    return adapter(env, name=name, max_episode_steps=max_episode_steps)
+
+
+def _construct(name: str, path: str, constructor: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
     try:
-        env = constructor(**kwargs)
+        return constructor(**kwargs)
     except TypeError as err:
         raise TypeError(
             f"env {name!r}: {path}.{constructor.__name__}() rejected kwargs {sorted(kwargs)}: {err}"
         ) from err
-    adapter = PettingZooAECEnv if api == "aec" else PettingZooParallelEnv
-    return adapter(env, name=name, max_episode_steps=max_episode_steps)
+
+
+def _wraps_parallel(env: Any) -> bool:
+    """Whether an AEC env is a parallel env behind ``parallel_to_aec`` (PettingZoo's Atari):
+    its unwrapped env keeps no AEC state (``truncations``...) for the adapter to read."""
+    try:
+        from pettingzoo.utils.env import ParallelEnv
+    except ImportError:  # pragma: no cover - pettingzoo is a dependency
+        return False
+    return isinstance(getattr(env, "unwrapped", None), ParallelEnv)
+
+
+def _with_atari_roms(path: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """PettingZoo Atari kwargs with ``auto_rom_install_path`` set to the ROMs the ``ale-py``
+    wheel ships (so no AutoROM download is needed), unless given."""
+    if not path.startswith("pettingzoo.atari.") or "auto_rom_install_path" in kwargs:
+        return kwargs
+    try:
+        import ale_py
+    except ImportError:
+        return kwargs
+    roms = Path(ale_py.__file__).parent / "roms"
+    return {**kwargs, "auto_rom_install_path": str(roms)} if roms.is_dir() else kwargs
 
 
 def _import(name: str, path: str) -> ModuleType:

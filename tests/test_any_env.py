@@ -1,0 +1,132 @@
+"""Any env from the command line (issue 15): config files for every README short name,
+``openspiel:<game>``, Atari through the parallel API, a user's top-level module, and the
+return metric of single-agent envs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+from league.cli.train import config_dir, run_job
+from league.config import parse_run_config
+from league.envs import make_env
+from league.envs.pettingzoo_env import PettingZooParallelEnv
+
+ENV_FILES = sorted(p.stem for p in (Path(config_dir()) / "env").glob("*.yaml"))
+NEEDS = {"simple_tag": "mpe2", "simple_adversary": "mpe2", "simple_push": "mpe2", "simple_speaker_listener": "mpe2", "simple_spread": "mpe2", "pong": "multi_agent_ale_py"}
+
+
+@pytest.mark.parametrize("name", ENV_FILES)
+def test_every_env_config_file_composes_and_validates(name):
+    """`league-train env=<name>` for every file in configs/env (README short names included)."""
+    if name in NEEDS:
+        pytest.importorskip(NEEDS[name])
+    with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=[f"env={name}"])
+    parse_run_config(OmegaConf.to_container(cfg, resolve=True))
+
+
+def test_readme_short_names_have_config_files():
+    for name in ("go", "chess", "texas_holdem", "leduc_holdem", "cartpole", "connect_four", "tictactoe", "rps"):
+        assert name in ENV_FILES
+
+
+def test_any_openspiel_game_by_prefix():
+    env = make_env("openspiel:liars_dice")
+    assert env.possible_agents == ["player_0", "player_1"] and env.spec("player_0").has_action_mask
+    with pytest.raises(ValueError, match="OpenSpiel cannot load game 'no_such_game'"):
+        make_env("openspiel:no_such_game")
+
+
+def test_atari_aec_env_is_played_through_the_parallel_api():
+    pytest.importorskip("multi_agent_ale_py")
+    env = make_env("pettingzoo.atari.pong_v3", obs_type="ram", max_cycles=50)  # ROMs from the ale-py wheel
+    assert isinstance(env, PettingZooParallelEnv)
+    ts = env.reset(seed=0)
+    ts = env.step({a: 0 for a in ts.obs})
+    assert set(ts.obs) == {"first_0", "second_0"} and env.spec("first_0").obs_shape == (128,)
+    with pytest.raises(ValueError, match="only wraps a parallel env"):
+        make_env("pettingzoo.atari.pong_v3", obs_type="ram", api="aec")
+
+
+def test_unknown_env_message_says_what_names_are_accepted():
+    with pytest.raises(ValueError, match="openspiel:<game>") as err:
+        make_env("no_such_game_module")
+    assert "connect_four" in str(err.value) and "env.name=mygame" in str(err.value)
+
+
+USER_ENV = textwrap.dedent(
+    '''
+    import numpy as np
+    from gymnasium import spaces
+    from pettingzoo import ParallelEnv
+
+    class Guess(ParallelEnv):
+        metadata = {"name": "guess_v0"}
+
+        def __init__(self, rounds=3):
+            self.possible_agents, self.rounds = ["a_0", "b_0"], rounds
+
+        def observation_space(self, agent):
+            return spaces.Box(0.0, 1.0, (2,), np.float32)
+
+        def action_space(self, agent):
+            return spaces.Discrete(2)
+
+        def reset(self, seed=None, options=None):
+            self.rng, self.agents, self.t = np.random.default_rng(seed), list(self.possible_agents), 0
+            self.bit = int(self.rng.integers(2))
+            return {a: np.array([self.bit, 0.0], np.float32) for a in self.agents}, {a: {} for a in self.agents}
+
+        def step(self, actions):
+            self.t += 1
+            rewards = {a: float(actions[a] == self.bit) for a in self.agents}
+            self.bit = int(self.rng.integers(2))
+            obs = {a: np.array([self.bit, self.t / self.rounds], np.float32) for a in self.agents}
+            done = self.t >= self.rounds
+            out = (obs, rewards, {a: done for a in self.agents}, {a: False for a in self.agents}, {a: {} for a in self.agents})
+            if done:
+                self.agents = []
+            return out
+
+    def parallel_env(**kwargs):
+        return Guess(**kwargs)
+    '''
+)
+
+
+def test_a_top_level_user_module_trains_from_the_command_line(tmp_path):
+    (tmp_path / "mygame.py").write_text(USER_ENV)
+    args = [
+        "env.name=mygame", "+env.kwargs.rounds=4", "sampler.remote=false", "sampler.num_samplers=1", "sampler.num_envs=4",
+        "sampler.fragment_length=16", "algo.params.train_batch_size=64", "algo.params.minibatch_size=32", "algo.params.num_epochs=1",
+        "iteration.min_env_steps=100", "eval.interval=1", "eval.episodes=4", "stop.iterations=2", "stop.time_s=0", "stop.env_steps=0",
+        "logging=quiet", f"hydra.run.dir={tmp_path / 'run'}",
+    ]  # fmt: skip
+    done = subprocess.run([sys.executable, "-m", "league.cli.train", *args], cwd=tmp_path, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["iterations"] == 2 and summary["config"]["env"]["kwargs"] == {"rounds": 4}
+
+
+def test_single_agent_env_reports_mean_return_and_stops_on_it(tmp_path):
+    values = {
+        "env": {"name": "cartpole"},
+        "algo": {"name": "ppo", "params": {"train_batch_size": 128, "minibatch_size": 64, "num_epochs": 1}},
+        "sampler": {"num_samplers": 1, "num_envs": 4, "fragment_length": 32, "remote": False},
+        "iteration": {"min_env_steps": 128},
+        "eval": {"interval": 1, "episodes": 4},
+        "stop": {"iterations": 20, "time_s": 0, "env_steps": 0, "return_mean": 1.0},  # any episode returns >= 1
+        "logging": {"tensorboard": False, "progress": False},
+        "verbose": False,
+    }
+    summary = run_job(values, str(tmp_path))
+    assert summary["metric"] == "return" and summary["final_metric"] >= 1.0
+    assert summary["iterations"] == 1, "stop.return_mean ends the run after the first evaluation"
