@@ -19,6 +19,8 @@ from league.batch import MultiAgentBatch, SampleBatch
 from league.envs import make_env
 from league.envs.base import AgentSpec
 from league.policy import Policy, PolicyFactory
+from league.envs.boards import BoardBatchedEnv, check_backend
+from league.sampling.batched_runner import BatchedRunner
 from league.sampling.env_runner import EnvRunner
 from league.sampling.matchups import MatchupSource
 
@@ -55,13 +57,19 @@ class Sampler:
         frozen: tuple[str, ...] = (),
         max_consecutive_env_failures: int = 5,
         torch_threads: int = 1,
+        env_backend: str = "pettingzoo",
     ) -> None:
         import torch
 
         torch.set_num_threads(torch_threads)  # samplers are one-core workers
         if fragment_length < 1:
             raise ValueError(f"fragment_length must be >= 1, got {fragment_length}")
-        self._env_fn = _EnvFactory(env, env_kwargs or {})
+        # env_backend="cpp": training rollouts on the batched C++ board game (BatchedRunner),
+        # evaluation on single C++ copies; anything else: the per-copy EnvRunner.
+        check_backend(env, env_backend, kwargs=dict(env_kwargs or {}) if env_backend == "cpp" else None)
+        self._env_backend = env_backend
+        backend = {} if env_backend == "pettingzoo" else {"backend": env_backend}
+        self._env_fn = _EnvFactory(env, {**(env_kwargs or {}), **backend})
         self._env_name = env
         self.fragment_length = fragment_length
         self.num_envs = num_envs
@@ -79,7 +87,11 @@ class Sampler:
         # Episode ids are unique across samplers and across restarts of one sampler (a
         # restarted actor re-runs __init__): worker index, a random incarnation, a counter.
         self._id_base = (worker_index << 48) | (secrets.randbits(19) << 29)
-        self._runner = self._make_runner(matchups, record=True, id_base=self._id_base)
+        self._runner: EnvRunner | BatchedRunner = (
+            self._make_batched_runner(matchups)
+            if env_backend == "cpp"
+            else self._make_runner(matchups, record=True, id_base=self._id_base)
+        )
         self._eval_runner: EnvRunner | None = None
 
     def _make_runner(
@@ -98,6 +110,11 @@ class Sampler:
             episode_id_base=id_base,
             start=start,
         )
+
+    def _make_batched_runner(self, matchups: MatchupSource) -> BatchedRunner:
+        """Training rollouts with no per-copy Python loop (league.sampling.batched_runner)."""
+        env = BoardBatchedEnv(self._env_name, self.num_envs)
+        return BatchedRunner(env, self._policies, self._factories, matchups, self._rng, episode_id_base=self._id_base)
 
     # Data -----------------------------------------------------------------------
     def sample(self) -> MultiAgentBatch:

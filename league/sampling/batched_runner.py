@@ -1,0 +1,281 @@
+"""The batched sampler path: a :class:`~league.envs.batched.BatchedMultiAgentEnv` driven on arrays.
+
+:class:`BatchedRunner` is :class:`~league.sampling.env_runner.EnvRunner`'s counterpart for
+batched envs, with the same face (``step``, ``drain``, ``episode_stats``,
+``policies_in_use``, ``reset_all``, ``matchups``) and the same output: per policy, the
+``MultiAgentBatch`` columns EnvRunner produces (weights-version stamps, masks, ``eps_id``,
+``agent_index``, ``t``, the algorithm's postprocessing columns). Per step there is one
+policy forward per policy and no Python loop over env copies or agents: which policy acts
+in each row is a table lookup (``seat_policy[copy, agent]``), recording and reward credit
+are array writes (:mod:`league.sampling.row_store`). Python runs per *episode* (drawing its
+matchup from the :class:`~league.sampling.matchups.MatchupSource`, its stats) and per
+*chunk* at a fragment's end (postprocessing).
+
+Postprocessing: a factory may offer ``postprocess_segments(batch, starts, next_steps)``
+(the whole policy batch, its chunk starts and each chunk's next step) to postprocess all
+chunks at once; otherwise ``postprocess_trajectory`` is called per chunk, as EnvRunner does.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from league.batch import Columns as C
+from league.batch import SampleBatch
+from league.envs.batched import BatchedMultiAgentEnv, BatchStep
+from league.policy import Policy, PolicyFactory
+from league.sampling.env_runner import MAX_EPISODE_STATS
+from league.sampling.matchups import Matchup, MatchupSource
+from league.sampling.row_store import RowStore
+
+__all__ = ["BatchedRunner", "segment_gae"]
+
+
+def segment_gae(
+    rewards: np.ndarray, values: np.ndarray, starts: np.ndarray, bootstrap: np.ndarray, gamma: float, lam: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """GAE of many chunks at once: ``compute_gae`` of :mod:`league.algos.postprocessing` per chunk.
+
+    Args:
+        rewards, values: ``[R]`` rows, chunk after chunk, each chunk in time order.
+        starts: first row of each chunk (ascending, ``starts[0] == 0``).
+        bootstrap: ``[len(starts)]`` value after each chunk's last row (0 after termination).
+
+    Returns ``(advantages, value_targets)`` as float32. The backward recursion runs once per
+    position from a chunk's end (at most the longest chunk's length), over all chunks at once.
+    """
+    values = values.astype(np.float32, copy=False)
+    n = len(values)
+    ends = np.append(starts[1:], n)  # one past each chunk's last row
+    next_values = np.empty(n, dtype=np.float32)
+    next_values[:-1] = values[1:]
+    next_values[ends - 1] = bootstrap
+    deltas = rewards.astype(np.float32, copy=False) + np.float32(gamma) * next_values - values
+    # Float64 accumulation as compute_gae's linear filter does.
+    adv = deltas.astype(np.float64)
+    from_end = np.repeat(ends, ends - starts) - 1 - np.arange(n)  # 0 on each chunk's last row
+    order = np.argsort(from_end, kind="stable")
+    bounds = np.searchsorted(from_end[order], np.arange(1, int(from_end.max(initial=0)) + 2))
+    g = float(gamma) * float(lam)
+    for d in range(1, len(bounds)):
+        rows = order[bounds[d - 1] : bounds[d]]
+        adv[rows] += g * adv[rows + 1]
+    adv32 = adv.astype(np.float32)
+    return adv32, (adv32 + values).astype(np.float32)
+
+
+class BatchedRunner:
+    """Steps every copy of a batched env together (see the module docstring)."""
+
+    def __init__(
+        self,
+        env: BatchedMultiAgentEnv,
+        policies: dict[str, Policy],
+        factories: dict[str, PolicyFactory],
+        matchups: MatchupSource,
+        rng: np.random.Generator,
+        record: bool = True,
+        episode_id_base: int = 0,
+    ) -> None:
+        self.env = env
+        self._policies = policies  # shared with the owning sampler: weight updates show up here
+        self._factories = factories
+        self.matchups = matchups
+        self._rng = rng
+        self._record = record
+        self._agents = list(env.possible_agents)
+        n, k = env.num_envs, len(self._agents)
+        self._n = n
+        self._next_episode_id = episode_id_base
+        self._codes: dict[str, int] = {}  # policy id -> code used in the seat tables
+        self._pids: list[str] = []
+        self._seat_policy = np.zeros((n, k), dtype=np.int64)
+        self._seat_learns = np.zeros((n, k), dtype=bool)  # the matchup lets this seat learn
+        self._matchup: list[Matchup | None] = [None] * n
+        self._eps_id = np.zeros(n, dtype=np.int64)
+        self._returns = np.zeros((n, k), dtype=np.float64)
+        self._length = np.zeros(n, dtype=np.int64)
+        self._t = np.zeros((n, k), dtype=np.int32)
+        self._store = RowStore(n, k)
+        self._chunks: dict[str, list[SampleBatch]] = {}
+        self._finals: dict[int, dict[str, np.ndarray]] = {}  # truncated row id -> bootstrap step
+        self.episode_stats: list[dict] = []
+        self.dropped_episode_stats = 0
+        self.num_env_failures = 0
+        self.reset_all()
+
+    # Stepping -------------------------------------------------------------------
+    def step(self, explore: bool = True) -> int:
+        """One step of every env copy; returns the number of env steps taken."""
+        bs = self._bs
+        env_index, agent_index = bs.env_index, bs.agent_index
+        codes = self._seat_policy[env_index, agent_index]
+        actions = np.empty(len(codes), dtype=np.int64)
+        present = np.flatnonzero(np.bincount(codes, minlength=len(self._pids)))
+        for code in present.tolist():
+            rows = None if len(present) == 1 else np.flatnonzero(codes == code)
+            obs = bs.obs if rows is None else bs.obs[rows]
+            mask = bs.masks if rows is None else bs.masks[rows]
+            policy = self._policies[self._pids[code]]
+            out = policy.compute_actions(obs, mask, explore)
+            acts = np.asarray(out[C.ACTIONS])
+            legal = mask[np.arange(len(acts)), acts]
+            if not legal.all():
+                bad = int(np.flatnonzero(legal == 0)[0])
+                raise RuntimeError(
+                    f"policy '{self._pids[code]}' chose illegal action {int(acts[bad])} (mask {mask[bad].tolist()})"
+                )
+            if rows is None:
+                actions[:] = acts
+            else:
+                actions[rows] = acts
+            if self._record and policy.learns:
+                self._open_rows(code, rows, env_index, agent_index, obs, mask, acts, out)
+        self._t[env_index, agent_index] += 1
+        self._bs = bs = self.env.step(actions)
+        self._length += 1
+        self._absorb(bs)
+        return self._n - int(np.count_nonzero(bs.failed))  # a failed copy's step is not counted
+
+    def _open_rows(self, code, rows, env_index, agent_index, obs, mask, acts, out) -> None:
+        env = env_index if rows is None else env_index[rows]
+        agent = agent_index if rows is None else agent_index[rows]
+        learns = self._seat_learns[env, agent]
+        if not learns.any():
+            return
+        sel = np.flatnonzero(learns)
+        env, agent = env[sel], agent[sel]
+        columns = {C.OBS: obs[sel], C.ACTION_MASK: mask[sel], C.ACTIONS: acts[sel].astype(np.int64, copy=False)}
+        for key, value in out.items():
+            if key != C.ACTIONS:
+                columns[key] = np.asarray(value)[sel]
+        self._store.add(code, env, agent, self._eps_id[env], self._t[env, agent], columns)
+
+    def _absorb(self, bs: BatchStep) -> None:
+        self._returns += bs.rewards
+        self._store.credit(bs.rewards)
+        ended = bs.terminated | bs.truncated
+        if ended.any():
+            env, agent = np.nonzero(ended)
+            truncated = bs.truncated[env, agent]
+            rows = self._store.end(env, agent, truncated)
+            for j in np.flatnonzero(truncated & (rows >= 0)).tolist():
+                self._bootstrap_final(int(rows[j]), int(env[j]), int(agent[j]), bs)
+        if bs.done.any():
+            for i in np.flatnonzero(bs.done).tolist():
+                self._end_episode(i, failed=bool(bs.failed[i]))
+
+    def _bootstrap_final(self, row: int, i: int, a: int, bs: BatchStep) -> None:
+        """A truncated agent's next step: the policy's outputs at its final observation."""
+        final_obs = bs.final_obs.get((i, a))
+        if final_obs is None:  # cut without a final obs: bootstrap from the last state
+            self._finals[row] = {k: v for k, v in self._store.outputs_of(row).items() if k != C.ACTIONS}
+            return
+        n = self.env.agent_spec.num_actions
+        mask = np.ones((1, n), dtype=np.int8)
+        final_mask = bs.final_masks.get((i, a))
+        if final_mask is not None and np.any(final_mask):
+            mask = np.array(final_mask, dtype=np.int8).reshape(1, n)
+        pid = self._pids[int(self._seat_policy[i, a])]
+        step = dict(self._policies[pid].compute_actions(final_obs[None], mask, explore=False))
+        step[C.OBS] = np.asarray(final_obs)[None]
+        step[C.ACTION_MASK] = mask
+        self._finals[row] = step
+
+    # Episodes -------------------------------------------------------------------
+    def _start_episode(self, i: int) -> None:
+        eps = self._eps_id[i] = self._next_episode_id
+        self._next_episode_id += 1
+        matchup = self.matchups.next_matchup(self._agents, int(eps), self._rng)
+        unknown = {p for p in matchup.policies.values() if p not in self._policies}
+        if unknown:
+            raise ValueError(f"matchup uses unknown policy id(s) {sorted(unknown)}; known: {sorted(self._policies)}")
+        self._matchup[i] = matchup
+        for a, agent in enumerate(self._agents):
+            pid = matchup.policies[agent]
+            code = self._codes.get(pid)
+            if code is None:
+                code = self._codes[pid] = len(self._pids)
+                self._pids.append(pid)
+            self._seat_policy[i, a] = code
+            self._seat_learns[i, a] = matchup.learns(agent)
+        self._returns[i] = 0.0
+        self._length[i] = 0
+        self._t[i] = 0
+
+    def _end_episode(self, i: int, failed: bool) -> None:
+        store = self._store
+        if failed:  # a crashed env costs its episode: rows and result are void
+            self.num_env_failures += 1
+            store.drop_env(i, int(self._eps_id[i]))
+        else:
+            open_agents = np.flatnonzero(store.last[i] >= 0)
+            if len(open_agents):  # the contract says every agent ended; be safe anyway
+                store.end(np.full(len(open_agents), i), open_agents, np.zeros(len(open_agents), bool))
+            self._record_stats(i)
+        self._start_episode(i)
+
+    def _record_stats(self, i: int) -> None:
+        matchup = self._matchup[i]
+        policies = dict(matchup.policies)
+        returns = {a: float(self._returns[i, k]) for k, a in enumerate(self._agents) if a in policies}
+        best = max(returns.values())
+        winners = [a for a, r in returns.items() if r == best]
+        outcome = {a: ("draw" if len(winners) == len(returns) else "win" if a in winners else "loss") for a in returns}
+        if len(self.episode_stats) >= MAX_EPISODE_STATS:  # nobody pops them: keep memory bounded
+            del self.episode_stats[: len(self.episode_stats) // 2]
+            self.dropped_episode_stats += MAX_EPISODE_STATS - len(self.episode_stats)
+        self.episode_stats.append(
+            {"episode_id": int(self._eps_id[i]), "length": int(self._length[i]), "returns": returns,
+             "policies": policies, "outcome": outcome}
+        )
+
+    # Output ---------------------------------------------------------------------
+    def drain(self) -> dict[str, list[SampleBatch]]:
+        """Postprocessed rows since the last drain, per policy; open rows carry over."""
+        store = self._store
+        for code, rows in store.split().items():
+            last = np.append(rows.starts[1:], len(rows.ids)) - 1
+            truncated = rows.columns[C.TRUNCATEDS][last]
+            next_steps = []
+            for j, pending in enumerate(rows.pending.tolist()):
+                if pending >= 0:  # cut at the fragment's end: bootstrap from the open row
+                    next_steps.append({k: v for k, v in store.pending_outputs(pending).items() if k != C.ACTIONS})
+                elif truncated[j]:
+                    next_steps.append(self._finals.pop(int(rows.ids[last[j]]), None))
+                else:  # terminated: nothing to bootstrap from
+                    next_steps.append(None)
+            pid = self._pids[code]
+            self._chunks.setdefault(pid, []).extend(self._postprocess(pid, rows.columns, rows.starts, next_steps))
+        self._finals = {}
+        chunks, self._chunks = self._chunks, {}
+        return chunks
+
+    def _postprocess(self, pid: str, columns: dict[str, np.ndarray], starts: np.ndarray, next_steps: list) -> list[SampleBatch]:
+        factory = self._factories[pid]
+        batch = SampleBatch._trusted(columns, len(columns[C.ACTIONS]))
+        segments = getattr(factory, "postprocess_segments", None)
+        if segments is not None:
+            return [segments(batch, starts, next_steps)]
+        ends = np.append(starts[1:], len(batch))
+        return [
+            factory.postprocess_trajectory(batch[int(s) : int(e)], step)
+            for s, e, step in zip(starts.tolist(), ends.tolist(), next_steps)
+        ]
+
+    def policies_in_use(self) -> set[str]:
+        """Policy ids that an episode in progress plays."""
+        return {pid for m in self._matchup if m is not None for pid in m.policies.values()}
+
+    def reset_all(self) -> None:
+        """Abandon every episode in progress (unrecorded) and start new ones."""
+        self._store = RowStore(self._n, len(self._agents))
+        self._finals = {}
+        self._chunks = {}
+        self._bs = self.env.reset(seed=int(self._rng.integers(2**31)))
+        for i in range(self._n):
+            self._start_episode(i)
+
+    def close(self) -> None:
+        """Close the env."""
+        self.env.close()
