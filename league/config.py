@@ -48,6 +48,9 @@ class EnvConfig:
     # of every agent ({team: ["*"]}) is a co-op team. Empty: one symmetric side (self-play),
     # or, when agents differ in spaces, groups by agent-id prefix (see league.envs.groups).
     groups: dict[str, list[str]] = field(default_factory=dict)
+    # Who steps the game: "pettingzoo" (the adapters, any env) or "cpp" (tictactoe and
+    # connect_four in the C++ core, batched: league.envs.boards; same rules and observations).
+    backend: str = "pettingzoo"
 
 
 @dataclass
@@ -272,7 +275,9 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
     if cfg.algo.name not in ALGORITHMS:
         raise ValueError(f"unknown algorithm '{cfg.algo.name}' (algo.name); known: {sorted(ALGORITHMS)}")
     from league.envs import make_env
+    from league.envs.boards import check_backend
 
+    check_backend(cfg.env.name, cfg.env.backend, kwargs=cfg.env.kwargs if cfg.env.backend == "cpp" else None)
     try:
         env = make_env(cfg.env.name, **cfg.env.kwargs)
     except ValueError:

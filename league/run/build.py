@@ -132,6 +132,7 @@ def make_samplers(cfg: RunConfig, iteration: int, algorithms: Mapping[str, Algor
         num_envs=s.num_envs,
         fragment_length=s.fragment_length,
         max_consecutive_env_failures=s.max_consecutive_env_failures,
+        env_backend=cfg.env.backend,
     )
     seed = sampler_seed(cfg.seed, iteration)
     if s.remote:
