@@ -70,8 +70,12 @@ def best_rating(row: Mapping[str, Any]) -> str:
 
 
 def league_status(row: Mapping[str, Any]) -> str:
-    """The league part of a status line: best rating and exploitability where the row has them."""
+    """The league part of a status line: evaluation mean returns (the figure of co-op and
+    single-agent envs), best rating and exploitability where the row has them."""
     parts = []
+    returns = row.get("eval_return_mean") or {}
+    if returns:
+        parts.append("return " + " ".join(f"{pid}={r:.3g}" for pid, r in returns.items()))
     best = best_rating(row)
     if best:
         parts.append(f"best rating {best}")

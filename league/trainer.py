@@ -185,6 +185,7 @@ class Trainer:
             it, steps = self.iteration, self.env_steps
             stop = StopConfig(env_steps=steps + env_steps if env_steps else 0, iterations=it + iterations if iterations else 0, time_s=time_s or 0.0, win_rate=0.0)
         self.setup()
+        self._time_budget_s = stop.time_s  # evaluation rounds end within it
         if self.logger is None:
             self.run_dir.mkdir(parents=True, exist_ok=True)
             self.logger = MetricsLogger(self.run_dir, tensorboard=self.cfg.logging.tensorboard)
@@ -228,7 +229,8 @@ class Trainer:
         stats = self.episodes.next(self.samplers, self.league)
         self.league.update(self.iteration, self.plan.metrics.counters, self.learner, self.samplers)
         if self.cfg.eval.interval and self.iteration % self.cfg.eval.interval == 0 and not self.evaluation.running:
-            self.evaluation.start(self.samplers, self.league)
+            budget = getattr(self, "_time_budget_s", 0.0)
+            self.evaluation.start(self.samplers, self.league, budget - (elapsed + time.perf_counter() - t0) if budget else None)
         self.evaluation.collect(self.league, block=False)
         time_s = elapsed + time.perf_counter() - t0
         lost = self.episodes.lost_sampler_calls + self.evaluation.lost_sampler_calls

@@ -130,3 +130,36 @@ def test_single_agent_env_reports_mean_return_and_stops_on_it(tmp_path):
     summary = run_job(values, str(tmp_path))
     assert summary["metric"] == "return" and summary["final_metric"] >= 1.0
     assert summary["iterations"] == 1, "stop.return_mean ends the run after the first evaluation"
+
+
+def test_in_process_evaluation_ends_within_the_time_budget(tmp_path):
+    """An evaluation round asked for far more episodes than the budget allows stops with it."""
+    values = {
+        "env": {"name": "cartpole"},
+        "algo": {"name": "ppo", "params": {"train_batch_size": 128, "minibatch_size": 64, "num_epochs": 1}},
+        "sampler": {"num_samplers": 1, "num_envs": 4, "fragment_length": 32, "remote": False},
+        "iteration": {"min_env_steps": 128},
+        "eval": {"interval": 1, "episodes": 100_000},
+        "stop": {"iterations": 0, "time_s": 3.0, "env_steps": 0},
+        "logging": {"tensorboard": False, "progress": False},
+        "verbose": False,
+    }
+    summary = run_job(values, str(tmp_path))
+    assert summary["wall_time_s"] < 3.0 + 2.0, "past the budget by more than an iteration"
+    assert summary["eval_return_mean"], "the episodes finished in time still count"
+
+
+def test_long_episodes_get_a_warning_naming_the_fix(tmp_path):
+    pytest.importorskip("mpe2")
+    values = {
+        "env": {"name": "mpe2.simple_spread_v3", "kwargs": {"max_cycles": 500}, "groups": {"team": ["*"]}},
+        "algo": {"name": "ppo", "params": {"train_batch_size": 64, "minibatch_size": 64, "num_epochs": 1}},
+        "sampler": {"num_samplers": 1, "num_envs": 2, "fragment_length": 16, "remote": False},
+        "iteration": {"min_env_steps": 0},
+        "eval": {"interval": 0},
+        "stop": {"iterations": 6, "time_s": 0, "env_steps": 0},
+        "logging": {"tensorboard": False, "progress": False},
+        "verbose": False,
+    }
+    with pytest.warns(UserWarning, match="no training episode finished.*sampler.num_envs"):
+        run_job(values, str(tmp_path))

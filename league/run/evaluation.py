@@ -10,6 +10,7 @@ A sampler lost mid-call (its node died) costs its episodes, never the run.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -17,6 +18,9 @@ from league.runtime.actors import is_ray_actor, resolve, resolve_lenient, submit
 from league.runtime.faces import SamplerHandle
 from league.leagues import TrainingLeague
 from league.sampling import MatchupBatch, MatchupSource, OpponentSampling
+
+#: Iterations in a row without a finished training episode before a warning says why.
+QUIET_ITERATIONS_WARNING = 4
 
 __all__ = ["EpisodeFeed", "EvaluationRounds", "win_rate", "wins_of", "mean_return_of"]
 
@@ -53,12 +57,22 @@ class EpisodeFeed:
 
     def __init__(self) -> None:
         self.lost_sampler_calls = 0  # bookkeeping calls to samplers that died mid-call
+        self._quiet_iterations = 0  # iterations in a row without a finished episode
         self._pending: list[Any] = []
         self._flushed: list[dict[str, Any]] = []  # recorded at a checkpoint, reported with the next row
 
     def next(self, samplers: Sequence[SamplerHandle], league: TrainingLeague) -> list[dict[str, Any]]:
         """Record the episodes asked for last time, ask again; returns them (and any flushed)."""
         fresh = self._fetch(samplers)
+        self._quiet_iterations = 0 if fresh else self._quiet_iterations + 1
+        if self._quiet_iterations == QUIET_ITERATIONS_WARNING:
+            warnings.warn(
+                f"no training episode finished in {QUIET_ITERATIONS_WARNING} iterations: episodes are longer than "
+                "what the samplers step per iteration (every env copy must play a whole episode). Lower "
+                "sampler.num_envs, raise iteration.min_env_steps, or cap episodes (env.kwargs.max_cycles for "
+                "PettingZoo, +env.kwargs.max_episode_steps=N for any env)",
+                stacklevel=2,
+            )
         league.record(fresh)
         out, self._flushed = self._flushed + fresh, []
         self._pending = [submit(s, "pop_episode_stats") for s in samplers]
@@ -109,16 +123,22 @@ class EvaluationRounds:
         """Whether a round's games are still out."""
         return bool(self._pending)
 
-    def start(self, samplers: Sequence[SamplerHandle], league: TrainingLeague) -> None:
-        """Send a round's games to the samplers (evaluation against the opponent split evenly)."""
+    def start(self, samplers: Sequence[SamplerHandle], league: TrainingLeague, time_limit_s: float | None = None) -> None:
+        """Send a round's games to the samplers (evaluation against the opponent split evenly);
+        ``time_limit_s``: each sampler's evaluation stops after about that long (the run's time
+        left), with the episodes finished by then."""
         per = max(1, self.episodes // len(samplers))
+        games = league.evaluation_matchups()
+        # The calls a sampler plays one after the other share the time; in-process samplers
+        # run one after the other too.
+        turns = (len(league.learning) + bool(games)) * (1 if any(is_ray_actor(s) for s in samplers) else len(samplers))
+        limit = {} if time_limit_s is None else {"time_limit_s": max(0.0, time_limit_s) / turns}
         for pid in league.learning:
             matchups = league.evaluation_source(pid, self.opponent)
-            self._pending.append((pid, [(s, submit(s, "evaluate", per, matchups)) for s in samplers]))
-        games = league.evaluation_matchups()
+            self._pending.append((pid, [(s, submit(s, "evaluate", per, matchups, **limit)) for s in samplers]))
         if games:  # the league's own games, split between samplers
             shares = [games[i :: len(samplers)] for i in range(len(samplers))]
-            calls = [(s, submit(s, "evaluate", len(m), MatchupBatch(m))) for s, m in zip(samplers, shares) if m]
+            calls = [(s, submit(s, "evaluate", len(m), MatchupBatch(m), **limit)) for s, m in zip(samplers, shares) if m]
             self._pending.append((None, calls))
 
     def collect(self, league: TrainingLeague, block: bool) -> None:

@@ -10,6 +10,7 @@ it as an actor (see :func:`make_remote_samplers`).
 from __future__ import annotations
 
 import secrets
+import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -131,10 +132,12 @@ class Sampler:
         stats, self._runner.episode_stats = self._runner.episode_stats, []
         return stats
 
-    def evaluate(self, num_episodes: int, matchups: MatchupSource, explore: bool = False) -> list[dict]:
+    def evaluate(self, num_episodes: int, matchups: MatchupSource, explore: bool = False, time_limit_s: float | None = None) -> list[dict]:
         """Play ``num_episodes`` evaluation episodes (separate env copies, nothing recorded).
 
         Every env copy plays a fixed quota of episodes so short episodes are not over-counted.
+        ``time_limit_s``: stop after about this long and return the episodes finished by then
+        (a run's time budget bounds its evaluation; episodes in progress are dropped).
         """
         n_envs = max(1, min(self.num_envs, num_episodes))
         if self._eval_runner is None or len(self._eval_runner.active) != n_envs:
@@ -146,7 +149,8 @@ class Sampler:
         runner.quota = [num_episodes // n_envs + (1 if i < num_episodes % n_envs else 0) for i in range(n_envs)]
         runner.reset_all()
         runner.episode_stats = []
-        while any(runner.active):
+        deadline = None if time_limit_s is None else time.perf_counter() + time_limit_s
+        while any(runner.active) and (deadline is None or time.perf_counter() < deadline):
             runner.step(explore=explore)
         stats, runner.episode_stats = runner.episode_stats, []
         self._forget_retired()
