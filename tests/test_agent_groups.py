@@ -7,6 +7,8 @@ the errors a bad declaration gets.
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -125,3 +127,34 @@ def test_bad_group_configs_get_a_message(extra, message):
 def test_policy_group_without_groups_is_refused():
     with pytest.raises(ValueError, match="the env has no groups"):
         parse_run_config({"env": {"name": "tictactoe"}, "policies": {"p": {"algo": "ppo", "group": "x"}}})
+
+
+def test_three_player_holdem_fills_the_payoff_table_and_placement_ratings(tmp_path):
+    """More than two players: main against each other seat in the payoff table, every hand a
+    ranking for openskill (before, only two-seat episodes were counted: nothing here)."""
+    pytest.importorskip("openskill")
+    values = {
+        **SHORT,
+        "env": {"name": "texas_holdem", "kwargs": {"num_players": 3}},
+        "league": {"snapshot_steps": 100, "self_play_prob": 0.2, "fixed_opponents": {"random": 0.3}},
+        "eval": {"interval": 0},
+    }
+    summary = run_job(values, str(tmp_path))
+    assert any({p["a"], p["b"]} == {"main", "random"} and p["wins"] + p["draws"] + p["losses"] > 0 for p in summary["payoff"]["pairs"])
+    last = json.loads((tmp_path / "metrics.jsonl").read_text().splitlines()[-1])
+    assert "main" in last["ratings"]["openskill"] and "random" in last["ratings"]["openskill"]
+
+
+def test_predator_prey_episodes_are_rated_as_teams():
+    pytest.importorskip("openskill")
+    from league.population.placement_ratings import PlacementRatings
+
+    ratings = PlacementRatings()
+    for _ in range(20):  # predators (three seats, one policy) always beat the prey
+        ratings.rate_episode({"adversary_0": "pred", "adversary_1": "pred", "agent_0": "prey"}, {"adversary_0": 10.0, "adversary_1": 10.0, "agent_0": -10.0})
+    ratings.rate_episode({"adversary_0": "pred", "agent_0": "pred"}, {"adversary_0": 1.0, "agent_0": 0.0})  # one policy: nothing to rank
+    table = ratings.table()
+    assert ratings.games == 20 and table["pred"] > table["prey"]
+    restored = PlacementRatings()
+    restored.load_state(ratings.state())
+    assert restored.table() == table

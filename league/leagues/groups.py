@@ -25,6 +25,7 @@ from league.leagues.base import TrainingLeague, Weights, load_frozen_policies
 from league.policy import PolicyFactory
 from league.population.matchmaking import Matchmaker, PFSPMatchmaker, UniformFSPMatchmaker
 from league.population.payoff import PayoffTable, outcome_from_returns
+from league.population.placement_ratings import placement_ratings
 from league.population.selfplay import SelfPlayPool
 from league.runtime.actors import resolve_lenient, submit
 from league.runtime.faces import LearnerHandle, SamplerHandle
@@ -121,6 +122,7 @@ class GroupLeague(TrainingLeague):
         # A pool per learning policy holds its snapshots (its own opponent logic is not used).
         self.pools = {pid: SelfPlayPool(pid, self_play_prob=0.0, max_snapshots=max_snapshots, payoff=payoff) for pid in self.learning}
         self.evicted = 0
+        self.ratings = placement_ratings()  # openskill over group-vs-group results, when installed
         self._last_snapshot_step = {pid: 0 for pid in self.learning}
         self._new: list[str] = []
 
@@ -175,6 +177,8 @@ class GroupLeague(TrainingLeague):
             seats = ep["policies"]
             played = {g: seats.get(m[0]) for g, m in self.groups.items()}
             returns = group_returns(ep, self.groups)
+            if self.ratings is not None and len(self.groups) > 1:
+                self.ratings.rate_episode(seats, ep["returns"])
             for g, pid in played.items():
                 if pid not in self.learning:
                     continue
@@ -206,6 +210,8 @@ class GroupLeague(TrainingLeague):
         for sid in evicted:
             calls += [submit(s, "remove_policy", sid) for s in samplers]
             self._payoff.forget(sid)
+            if self.ratings is not None:
+                self.ratings.forget(sid)
             self.evicted += 1
         resolve_lenient(calls, list(samplers) * (len(calls) // max(1, len(samplers))))
 
@@ -213,7 +219,10 @@ class GroupLeague(TrainingLeague):
         """Snapshots held, those taken since the last row, evictions so far."""
         new, self._new = self._new, []
         held = sum(len(p.snapshots) for p in self.pools.values())
-        return {"snapshots": held, "new_snapshots": new, "snapshots_evicted": self.evicted}
+        out: dict[str, Any] = {"snapshots": held, "new_snapshots": new, "snapshots_evicted": self.evicted}
+        if self.ratings is not None and self.ratings.games:
+            out["ratings"] = {"openskill": self.ratings.table()}
+        return out
 
     def state(self) -> dict[str, Any]:
         """Each learning policy's snapshot pool and clock, and the payoff table."""
@@ -221,6 +230,7 @@ class GroupLeague(TrainingLeague):
             "pools": {pid: pool.state() for pid, pool in self.pools.items()},
             "last_snapshot_step": dict(self._last_snapshot_step),
             "evicted": self.evicted,
+            "openskill": self.ratings.state() if self.ratings is not None else None,
         }
 
     def load_state(self, state: Mapping[str, Any], policies: Mapping[str, Weights]) -> None:
@@ -234,3 +244,5 @@ class GroupLeague(TrainingLeague):
             pool.payoff = self._payoff
         self._last_snapshot_step.update({k: int(v) for k, v in state.get("last_snapshot_step", {}).items() if k in self._last_snapshot_step})
         self.evicted = int(state.get("evicted", 0))
+        if self.ratings is not None and state.get("openskill"):
+            self.ratings.load_state(state["openskill"])

@@ -11,6 +11,7 @@ from league.flow.metrics import NUM_AGENT_STEPS_SAMPLED
 from league.leagues.base import TrainingLeague, Weights, load_frozen_policies
 from league.policy import PolicyFactory
 from league.population.payoff import PayoffTable
+from league.population.placement_ratings import PlacementRatings, placement_ratings
 from league.population.selfplay import SelfPlayPool
 from league.sampling.matchups import MatchupSource
 
@@ -45,6 +46,7 @@ class SelfPlayLeague(TrainingLeague):
         self.evicted = 0  # snapshots evicted from the pool (and retired from the samplers) so far
         self._last_snapshot_step = 0  # main's agent steps at the latest snapshot
         self._new: list[str] = []  # snapshots taken since the last metrics row
+        self.ratings: PlacementRatings | None | bool = None  # made on the first game of more than two players
 
     @property
     def payoff(self) -> PayoffTable:
@@ -62,8 +64,15 @@ class SelfPlayLeague(TrainingLeague):
         return self.pool.matchups()
 
     def record(self, episodes: list[dict[str, Any]]) -> None:
-        """Main-vs-opponent results into the payoff table."""
+        """Main-vs-opponent results into the payoff table; games of more than two players
+        also into openskill ratings (placements), when installed."""
         self.pool.record(episodes)
+        for ep in episodes:
+            if len(ep["policies"]) > 2:
+                if self.ratings is None:
+                    self.ratings = placement_ratings() or False
+                if self.ratings:
+                    self.ratings.rate_episode(ep["policies"], ep["returns"])
 
     def update(self, iteration: int, counters: Mapping[str, int], learner: LearnerHandle, samplers: Sequence[SamplerHandle]) -> None:
         """A snapshot of main once it sampled ``snapshot_steps`` agent steps since the last one."""
@@ -87,7 +96,10 @@ class SelfPlayLeague(TrainingLeague):
     def metrics(self, iteration: int, learner: LearnerHandle) -> dict[str, Any]:
         """The number of snapshots in the pool, those taken since the last row, evictions so far."""
         new, self._new = self._new, []
-        return {"snapshots": len(self.pool.snapshots), "new_snapshots": new, "snapshots_evicted": self.evicted}
+        out: dict[str, Any] = {"snapshots": len(self.pool.snapshots), "new_snapshots": new, "snapshots_evicted": self.evicted}
+        if self.ratings:
+            out["ratings"] = {"openskill": self.ratings.table()}
+        return out
 
     def state(self) -> dict[str, Any]:
         """The pool's state and the snapshot clock."""

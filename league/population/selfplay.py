@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from league.population.matchmaking import Matchmaker, PFSPMatchmaker, UniformFSPMatchmaker
-from league.population.payoff import PayoffTable
+from league.population.payoff import PayoffTable, outcome_from_returns
 from league.sampling.matchups import OpponentSampling
 
 __all__ = ["Snapshot", "SelfPlayPool"]
@@ -92,10 +92,17 @@ class SelfPlayPool:
             seats = ep["policies"]
             main_seats = [a for a, p in seats.items() if p == self.main]
             others = [a for a, p in seats.items() if p != self.main]
+            if len(main_seats) != 1:
+                continue
             # An episode that began before its snapshot was evicted ends afterwards: its result
             # must not bring the evicted snapshot back into the (bounded) payoff table.
-            if len(main_seats) == 1 and len(others) == 1 and seats[others[0]] in members:
+            if len(others) == 1 and seats[others[0]] in members:
                 self.payoff.update(self.main, seats[others[0]], ep["outcome"][main_seats[0]])
+            elif len(others) > 1:  # more than two players: main against each other seat, by return
+                mine = ep["returns"][main_seats[0]]
+                for a in others:
+                    if seats[a] in members:
+                        self.payoff.update(self.main, seats[a], outcome_from_returns(mine, ep["returns"][a]))
 
     def state(self) -> dict[str, Any]:
         """JSON-able description (weights are saved separately by the trainer)."""
