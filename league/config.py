@@ -48,9 +48,10 @@ class EnvConfig:
     # of every agent ({team: ["*"]}) is a co-op team. Empty: one symmetric side (self-play),
     # or, when agents differ in spaces, groups by agent-id prefix (see league.envs.groups).
     groups: dict[str, list[str]] = field(default_factory=dict)
-    # Who steps the game: "pettingzoo" (the adapters, any env) or "cpp" (tictactoe and
-    # connect_four in the C++ core, batched: league.envs.boards; same rules and observations).
-    backend: str = "pettingzoo"
+    # Who steps the game: "pettingzoo" (the adapters, any env), "cpp" (tictactoe and
+    # connect_four in the C++ core, batched: league.envs.boards; same rules and observations)
+    # or "auto" (cpp where the env has it and takes no kwargs).
+    backend: str = "auto"
 
 
 @dataclass

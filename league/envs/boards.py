@@ -27,7 +27,7 @@ from league import _core
 from league.envs.base import AgentSpec, MultiAgentEnv, TimeStep
 from league.envs.batched import BatchedMultiAgentEnv, BatchStep
 
-__all__ = ["BACKENDS", "BOARD_GAMES", "BoardGame", "BoardBatchedEnv", "BoardEnv", "check_backend", "make_board_env"]
+__all__ = ["BACKENDS", "BOARD_GAMES", "BoardGame", "BoardBatchedEnv", "BoardEnv", "check_backend", "make_board_env", "resolve_backend"]
 
 
 @dataclass(frozen=True)
@@ -192,8 +192,9 @@ class BoardEnv(MultiAgentEnv):
         return ts
 
 
-#: Values of ``env.backend``: PettingZoo through the adapters, or the C++ board games.
-BACKENDS = ("pettingzoo", "cpp")
+#: Values of ``env.backend``: PettingZoo through the adapters, the C++ board games, or
+#: ``auto``: cpp for the games that have it (and no env kwargs), pettingzoo otherwise.
+BACKENDS = ("auto", "pettingzoo", "cpp")
 
 
 def check_backend(name: str, backend: str, api: str | None = None, kwargs: dict[str, Any] | None = None) -> None:
@@ -212,7 +213,18 @@ def check_backend(name: str, backend: str, api: str | None = None, kwargs: dict[
             )
 
 
-def make_board_env(name: str, backend: str, api: str | None, max_episode_steps: int | None, kwargs: dict[str, Any]) -> BoardEnv:
+def resolve_backend(name: str, backend: str, kwargs: dict[str, Any] | None = None, api: str | None = None) -> str:
+    """``backend`` checked (ValueError), with ``auto`` resolved to ``cpp`` or ``pettingzoo``."""
+    if backend == "cpp":
+        check_backend(name, backend, api, kwargs)
+    else:
+        check_backend(name, backend)
+    if backend == "auto":
+        return "cpp" if name in BOARD_GAMES and not kwargs and api is None else "pettingzoo"
+    return backend
+
+
+def make_board_env(name: str, api: str | None, max_episode_steps: int | None, kwargs: dict[str, Any]) -> BoardEnv:
     """``make_env(name, backend="cpp")``: the single-copy C++ game (checked by :func:`check_backend`)."""
-    check_backend(name, backend, api, kwargs)
+    check_backend(name, "cpp", api, kwargs)
     return BoardEnv(name, max_episode_steps=max_episode_steps)

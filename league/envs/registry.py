@@ -28,7 +28,7 @@ from types import ModuleType
 from typing import Any
 
 from league.envs.base import MultiAgentEnv
-from league.envs.boards import make_board_env
+from league.envs.boards import make_board_env, resolve_backend
 from league.envs.gym_env import GymnasiumEnv
 from league.envs.pettingzoo_env import PettingZooAECEnv, PettingZooParallelEnv
 
@@ -120,7 +120,8 @@ def make_env(
         api: ``"aec"`` or ``"parallel"`` to override the PettingZoo API choice.
         max_episode_steps: adapter-level truncation after this many ``step`` calls.
         backend: ``"cpp"`` builds a board game of :mod:`league.envs.boards` (tictactoe,
-            connect_four: PettingZoo's rules and observations, stepped in C++); None or
+            connect_four: PettingZoo's rules and observations, stepped in C++), ``"auto"``
+            does so when ``name`` has one and no kwargs are given; None or
             ``"pettingzoo"`` resolves ``name`` as below.
         **kwargs: passed to the env constructor (``env()``, ``parallel_env()`` or
             ``gymnasium.make``).
@@ -134,8 +135,8 @@ def make_env(
         raise TypeError(f"env name must be a str, got {type(name).__name__}")
     if api is not None and api not in _APIS:
         raise ValueError(f"api must be one of {_APIS} or None, got {api!r}")
-    if backend is not None and backend != "pettingzoo":
-        return make_board_env(name, backend, api, max_episode_steps, kwargs)
+    if backend is not None and resolve_backend(name, backend, kwargs, api) == "cpp":
+        return make_board_env(name, api, max_episode_steps, kwargs)
     target = _REGISTRY.get(name, name)
     if not callable(target) and target.startswith(OPENSPIEL_PREFIX):
         target = _OpenSpielFactory(target[len(OPENSPIEL_PREFIX):])

@@ -20,7 +20,7 @@ from league.batch import MultiAgentBatch, SampleBatch
 from league.envs import make_env
 from league.envs.base import AgentSpec
 from league.policy import Policy, PolicyFactory
-from league.envs.boards import BoardBatchedEnv, check_backend
+from league.envs.boards import BoardBatchedEnv, resolve_backend
 from league.sampling.batched_runner import BatchedRunner
 from league.sampling.env_runner import EnvRunner
 from league.sampling.matchups import MatchupSource
@@ -65,9 +65,9 @@ class Sampler:
         torch.set_num_threads(torch_threads)  # samplers are one-core workers
         if fragment_length < 1:
             raise ValueError(f"fragment_length must be >= 1, got {fragment_length}")
-        # env_backend="cpp": training rollouts on the batched C++ board game (BatchedRunner),
-        # evaluation on single C++ copies; anything else: the per-copy EnvRunner.
-        check_backend(env, env_backend, kwargs=dict(env_kwargs or {}) if env_backend == "cpp" else None)
+        # env_backend="cpp" (or "auto" on a board game): training rollouts on the batched C++
+        # game (BatchedRunner), evaluation on single C++ copies; else the per-copy EnvRunner.
+        env_backend = resolve_backend(env, env_backend, dict(env_kwargs or {}))
         self._env_backend = env_backend
         backend = {} if env_backend == "pettingzoo" else {"backend": env_backend}
         self._env_fn = _EnvFactory(env, {**(env_kwargs or {}), **backend})
