@@ -25,13 +25,13 @@ T* checked(const py::handle& obj, const char* what, const std::vector<py::ssize_
                           py::str(py::type::of(obj).attr("__name__")).cast<std::string>());
   }
   auto a = py::reinterpret_borrow<py::array>(obj);
-  std::string want = py::str(py::dtype::of<T>()).cast<std::string>() + "[";
-  for (size_t d = 0; d < shape.size(); ++d) want += (d ? ", " : "") + std::to_string(shape[d]);
-  want += "]";
-  bool ok = a.dtype().is(py::dtype::of<T>()) || a.dtype().equal(py::dtype::of<T>());
-  ok = ok && a.ndim() == static_cast<py::ssize_t>(shape.size());
+  bool ok = a.dtype().equal(py::dtype::of<T>()) && a.ndim() == static_cast<py::ssize_t>(shape.size());
   for (size_t d = 0; ok && d < shape.size(); ++d) ok = a.shape(static_cast<py::ssize_t>(d)) == shape[d];
-  if (!ok) throw py::value_error(std::string(what) + " must be " + want + ", got " + describe_array(a));
+  if (!ok) {  // the message is built only here: this check runs on every step
+    std::string want = py::str(py::dtype::of<T>()).cast<std::string>() + "[";
+    for (size_t d = 0; d < shape.size(); ++d) want += (d ? ", " : "") + std::to_string(shape[d]);
+    throw py::value_error(std::string(what) + " must be " + want + "], got " + describe_array(a));
+  }
   if (!(a.flags() & py::array::c_style)) throw py::value_error(std::string(what) + " must be C-contiguous");
   if (write && !a.writeable()) throw py::value_error(std::string(what) + " must be writeable");
   return static_cast<T*>(write ? a.mutable_data() : const_cast<void*>(a.data()));
@@ -42,11 +42,20 @@ void bind_game(py::module_& m, const char* name, const char* doc) {
   using B = boards::Batch<G>;
   const py::ssize_t A = G::kActions;
   py::class_<B>(m, name, doc)
-      .def(py::init([](int64_t n) {
+      .def(py::init([](int64_t n, uint64_t seed) {
              if (n < 1) throw py::value_error("num_envs must be >= 1, got " + std::to_string(n));
-             return new B(n);
+             return new B(n, seed);
            }),
-           py::arg("num_envs"))
+           py::arg("num_envs"), py::arg("seed") = 0)
+      .def("seed", &B::seed, py::arg("seed"), "Reseed the generator of random_actions.")
+      .def(
+          "random_actions",
+          [](B& b, py::handle out) {
+            int64_t* o = checked<int64_t>(out, "out", {b.size()}, true);
+            py::gil_scoped_release release;
+            b.random_actions(o);
+          },
+          py::arg("out"), "Write a uniformly random legal action of every copy into out (int64[num_envs]).")
       .def_property_readonly("num_envs", &B::size)
       .def_property_readonly_static("shape", [](py::object) { return py::make_tuple(G::kRows, G::kCols, 2); })
       .def_property_readonly_static("num_actions", [](py::object) { return G::kActions; })
@@ -56,7 +65,7 @@ void bind_game(py::module_& m, const char* name, const char* doc) {
             const py::ssize_t n = b.size();
             float* o = checked<float>(obs, "obs", {n, G::kRows, G::kCols, 2}, true);
             int8_t* k = checked<int8_t>(mask, "mask", {n, A}, true);
-            int8_t* g = checked<int8_t>(agent, "agent", {n}, true);
+            int64_t* g = checked<int64_t>(agent, "agent", {n}, true);
             py::gil_scoped_release release;
             b.observe(o, k, g);
           },
@@ -75,7 +84,9 @@ void bind_game(py::module_& m, const char* name, const char* doc) {
           [](const B& b, int64_t i) {
             if (i < 0 || i >= b.size()) throw py::value_error("copy index " + std::to_string(i) + " out of range");
             const G& g = b.game(i);
-            return py::bytes(reinterpret_cast<const char*>(g.cells), G::kCells);
+            std::string cells(G::kCells, '\0');
+            for (int k = 0; k < G::kCells; ++k) cells[static_cast<size_t>(k)] = static_cast<char>(g.cell(k));
+            return py::bytes(cells);
           },
           py::arg("index"), "Copy `index`'s cells: 0 empty, 1 + agent index of the owner.")
       .def(
@@ -86,7 +97,7 @@ void bind_game(py::module_& m, const char* name, const char* doc) {
             const int64_t* act = checked<int64_t>(actions, "actions", {n}, false);
             float* o = checked<float>(obs, "obs", {n, G::kRows, G::kCols, 2}, true);
             int8_t* k = checked<int8_t>(mask, "mask", {n, A}, true);
-            int8_t* g = checked<int8_t>(agent, "agent", {n}, true);
+            int64_t* g = checked<int64_t>(agent, "agent", {n}, true);
             float* r = checked<float>(rewards, "rewards", {n, 2}, true);
             uint8_t* d = checked<uint8_t>(done, "done", {n}, true);
             int64_t bad;

@@ -5,14 +5,18 @@
 // Layout shared by both games: cell k of the board is observation entry (k, plane) of
 // a row-major [rows, cols, 2] array, plane 0 holding the pieces of the player to move
 // and plane 1 the opponent's (PettingZoo's observe() for the agent whose turn it is).
+// Each game offers reset/legal/mask/play/cell/write_obs; Batch<G> steps N of them.
 // Tic-tac-toe's cell k is action k (PettingZoo's squares reshaped to 3x3); connect
 // four's cell is row * 7 + col with row 0 at the top, and action c drops a piece into
-// the lowest empty row of column c.
+// the lowest empty row of column c. Both keep one bitboard per player: the win check is
+// a few shifts and the observation rows come from small tables.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 #include <vector>
+
+#include "rng.h"
 
 namespace league {
 namespace boards {
@@ -20,46 +24,71 @@ namespace boards {
 // What a move did: the game goes on, the mover won, or the board filled up (draw).
 enum Outcome : int8_t { kOngoing = 0, kMoverWins = 1, kDraw = 2 };
 
+// Bitboard of one player: bit k is cell k (= action k), row r is bits 3r..3r+2.
 struct TicTacToe {
   static constexpr int kRows = 3, kCols = 3, kCells = 9, kActions = 9;
-  uint8_t cells[kCells];  // 0 empty, 1 + agent index of the piece's owner
-  uint8_t player;         // agent index to move (0 = player_1 moves first)
+  static constexpr uint16_t kLines[8] = {0007, 0070, 0700, 0111, 0222, 0444, 0421, 0124};
+  uint16_t pos[2];  // cells of agent 0 (player_1, moves first) and agent 1
+  uint8_t player;   // agent index to move
   uint8_t moves;
 
   void reset() {
-    std::memset(cells, 0, sizeof cells);
+    pos[0] = pos[1] = 0;
     player = 0;
     moves = 0;
   }
-  bool legal(int64_t a) const { return a >= 0 && a < kActions && cells[a] == 0; }
+  bool legal(int64_t a) const { return a >= 0 && a < kActions && !(((pos[0] | pos[1]) >> a) & 1); }
   void mask(int8_t* out) const {
-    for (int a = 0; a < kActions; ++a) out[a] = cells[a] == 0;
+    const unsigned taken = pos[0] | pos[1];
+    for (int a = 0; a < kActions; ++a) out[a] = !((taken >> a) & 1);
   }
+  uint8_t cell(int k) const { return ((pos[0] >> k) & 1) ? 1 : ((pos[1] >> k) & 1) ? 2 : 0; }
   Outcome play(int a) {
-    const uint8_t piece = player + 1;
-    cells[a] = piece;
+    const uint16_t b = pos[player] |= static_cast<uint16_t>(1u << a);
     ++moves;
     // Only the mover can have completed a line: the game stops at the first one.
-    const int r = a / 3, c = a % 3;
-    bool win = (cells[r * 3] == piece && cells[r * 3 + 1] == piece && cells[r * 3 + 2] == piece) ||
-               (cells[c] == piece && cells[c + 3] == piece && cells[c + 6] == piece);
-    if (!win && r == c) win = cells[0] == piece && cells[4] == piece && cells[8] == piece;
-    if (!win && r + c == 2) win = cells[2] == piece && cells[4] == piece && cells[6] == piece;
+    bool win = false;
+    for (uint16_t line : kLines) win |= (b & line) == line;
     player ^= 1;
     if (win) return kMoverWins;
     return moves == kCells ? kDraw : kOngoing;
   }
+  struct Tables {  // a row's 6 floats (3 cells x 2 planes) per 3-bit pattern, as in ConnectFour
+    float mine[8][6], theirs[8][6];
+    Tables() {
+      for (int bits = 0; bits < 8; ++bits)
+        for (int c = 0; c < kCols; ++c) {
+          const float v = static_cast<float>((bits >> c) & 1);
+          mine[bits][2 * c] = v;
+          mine[bits][2 * c + 1] = 0.0f;
+          theirs[bits][2 * c] = 0.0f;
+          theirs[bits][2 * c + 1] = v;
+        }
+    }
+  };
+  void write_obs(float* obs) const {
+    static const Tables t;
+    const unsigned mine = pos[player], theirs = pos[player ^ 1];
+    for (int r = 0; r < kRows; ++r, obs += 6) {
+      const float* a = t.mine[(mine >> (3 * r)) & 7];
+      const float* b = t.theirs[(theirs >> (3 * r)) & 7];
+      for (int j = 0; j < 6; ++j) obs[j] = a[j] + b[j];
+    }
+  }
 };
 
+// Bitboard of one player: bit r * 8 + c is the cell in row r (0 at the top), column c.
+// Bit 7 of each row is padding that stays empty, so a line shifted by 1 (horizontal),
+// 7 or 9 (diagonals) never wraps from one row into the next; 8 is vertical.
 struct ConnectFour {
   static constexpr int kRows = 6, kCols = 7, kCells = 42, kActions = 7;
-  uint8_t cells[kCells];
+  uint64_t pos[2];         // pieces of agent 0 and agent 1
   uint8_t heights[kCols];  // pieces in each column
   uint8_t player;
   uint8_t moves;
 
   void reset() {
-    std::memset(cells, 0, sizeof cells);
+    pos[0] = pos[1] = 0;
     std::memset(heights, 0, sizeof heights);
     player = 0;
     moves = 0;
@@ -68,31 +97,51 @@ struct ConnectFour {
   void mask(int8_t* out) const {
     for (int a = 0; a < kActions; ++a) out[a] = heights[a] < kRows;
   }
-  int run(int r, int c, int dr, int dc, uint8_t piece) const {
-    int n = 0;
-    for (r += dr, c += dc; r >= 0 && r < kRows && c >= 0 && c < kCols && cells[r * kCols + c] == piece;
-         r += dr, c += dc)
-      ++n;
-    return n;
+  uint8_t cell(int k) const {
+    const int bit = (k / kCols) * 8 + k % kCols;
+    return ((pos[0] >> bit) & 1) ? 1 : ((pos[1] >> bit) & 1) ? 2 : 0;
+  }
+  static bool four(uint64_t b) {
+    for (int shift : {1, 8, 7, 9}) {
+      const uint64_t pairs = b & (b >> shift);
+      if (pairs & (pairs >> (2 * shift))) return true;
+    }
+    return false;
   }
   Outcome play(int c) {
-    const uint8_t piece = player + 1;
     const int r = kRows - 1 - heights[c];
-    cells[r * kCols + c] = piece;
+    pos[player] |= uint64_t{1} << (r * 8 + c);
     ++heights[c];
     ++moves;
-    // A four through the new piece (none existed before: the game would have ended).
-    static constexpr int kDirs[4][2] = {{0, 1}, {1, 0}, {1, 1}, {1, -1}};
-    bool win = false;
-    for (const auto& d : kDirs) {
-      if (1 + run(r, c, d[0], d[1], piece) + run(r, c, -d[0], -d[1], piece) >= 4) {
-        win = true;
-        break;
-      }
-    }
+    // A four of the mover's (none existed before: the game would have ended).
+    const bool win = four(pos[player]);
     player ^= 1;
     if (win) return kMoverWins;
     return moves == kCells ? kDraw : kOngoing;
+  }
+  // Row r of the planes is 14 floats (7 cells x 2 planes): table rows for the 7-bit row
+  // patterns of the mover (even slots) and of the opponent (odd slots), added.
+  struct Tables {
+    float mine[128][14], theirs[128][14];
+    Tables() {
+      for (int bits = 0; bits < 128; ++bits)
+        for (int c = 0; c < kCols; ++c) {
+          const float v = static_cast<float>((bits >> c) & 1);
+          mine[bits][2 * c] = v;
+          mine[bits][2 * c + 1] = 0.0f;
+          theirs[bits][2 * c] = 0.0f;
+          theirs[bits][2 * c + 1] = v;
+        }
+    }
+  };
+  void write_obs(float* obs) const {
+    static const Tables t;
+    const uint64_t mine = pos[player], theirs = pos[player ^ 1];
+    for (int r = 0; r < kRows; ++r, obs += 14) {
+      const float* a = t.mine[(mine >> (8 * r)) & 0x7F];
+      const float* b = t.theirs[(theirs >> (8 * r)) & 0x7F];
+      for (int j = 0; j < 14; ++j) obs[j] = a[j] + b[j];
+    }
   }
 };
 
@@ -104,9 +153,10 @@ class Batch {
  public:
   static constexpr int kObs = G::kCells * 2;
 
-  explicit Batch(int64_t n) : games_(static_cast<size_t>(n)) {
+  explicit Batch(int64_t n, uint64_t seed = 0) : games_(static_cast<size_t>(n)), rng_(seed) {
     for (auto& g : games_) g.reset();
   }
+  void seed(uint64_t s) { rng_.reseed(s); }
   int64_t size() const { return static_cast<int64_t>(games_.size()); }
   const G& game(int64_t i) const { return games_[static_cast<size_t>(i)]; }
 
@@ -122,13 +172,28 @@ class Batch {
   }
   void reset_one(int64_t i) { games_[static_cast<size_t>(i)].reset(); }
 
+  // A uniformly random legal action per copy (random players and benchmarks, no numpy draw).
+  void random_actions(int64_t* out) {
+    int8_t legal[G::kActions];
+    for (size_t i = 0; i < games_.size(); ++i) {
+      games_[i].mask(legal);
+      int count = 0;
+      for (int a = 0; a < G::kActions; ++a) count += legal[a];
+      int k = static_cast<int>(rng_.below(static_cast<uint64_t>(count)));
+      int a = 0;
+      for (; a < G::kActions; ++a)
+        if (legal[a] && k-- == 0) break;
+      out[i] = a;
+    }
+  }
+
   // Observation, mask and agent to move of every copy.
-  void observe(float* obs, int8_t* mask, int8_t* agent) const {
+  void observe(float* obs, int8_t* mask, int64_t* agent) const {
     for (size_t i = 0; i < games_.size(); ++i) write(games_[i], obs + i * kObs, mask + i * G::kActions, agent + i);
   }
 
   // One move in every copy. rewards: [n, 2] by agent index; done: 1 where the game ended.
-  void step(const int64_t* actions, float* obs, int8_t* mask, int8_t* agent, float* rewards, uint8_t* done) {
+  void step(const int64_t* actions, float* obs, int8_t* mask, int64_t* agent, float* rewards, uint8_t* done) {
     for (size_t i = 0; i < games_.size(); ++i) {
       G& g = games_[i];
       const int mover = g.player;
@@ -146,18 +211,14 @@ class Batch {
   }
 
  private:
-  static void write(const G& g, float* obs, int8_t* mask, int8_t* agent) {
-    const uint8_t mine = g.player + 1;
-    for (int k = 0; k < G::kCells; ++k) {
-      const uint8_t v = g.cells[k];
-      obs[2 * k] = v == mine ? 1.0f : 0.0f;
-      obs[2 * k + 1] = (v != 0 && v != mine) ? 1.0f : 0.0f;
-    }
+  static void write(const G& g, float* obs, int8_t* mask, int64_t* agent) {
+    g.write_obs(obs);
     g.mask(mask);
-    *agent = static_cast<int8_t>(g.player);
+    *agent = g.player;
   }
 
   std::vector<G> games_;
+  Rng rng_;
 };
 
 }  // namespace boards

@@ -112,7 +112,7 @@ def test_core_refuses_wrong_buffers_instead_of_writing_past_them():
     core = _core.TicTacToeBatch(2)
     good = dict(
         actions=np.array([0, 1]), obs=np.zeros((2, 3, 3, 2), np.float32), mask=np.zeros((2, 9), np.int8),
-        agent=np.zeros(2, np.int8), rewards=np.zeros((2, 2), np.float32), done=np.zeros(2, np.uint8),
+        agent=np.zeros(2, np.int64), rewards=np.zeros((2, 2), np.float32), done=np.zeros(2, np.uint8),
     )
     bad = {
         "obs": np.zeros((1, 3, 3, 2), np.float32), "mask": np.zeros((2, 9), np.int64),
@@ -125,3 +125,16 @@ def test_core_refuses_wrong_buffers_instead_of_writing_past_them():
     ro.flags.writeable = False
     with pytest.raises(ValueError, match="writeable"):
         core.observe(good["obs"], ro, good["agent"])
+
+
+@pytest.mark.parametrize("name", GAMES)
+def test_random_actions_are_legal_and_cover_every_legal_move(name):
+    env = BoardBatchedEnv(name, 32, seed=3)
+    bs = env.reset()
+    seen = np.zeros(env.agent_spec.num_actions, dtype=int)
+    for _ in range(300):
+        acts = env.random_actions()
+        assert bs.masks[np.arange(32), acts].all()
+        seen += np.bincount(acts, minlength=len(seen))
+        bs = env.step(acts)
+    assert (seen > 0).all()

@@ -71,13 +71,14 @@ def as_actions(actions: Any, n: int, what: str) -> np.ndarray:
 
 class BoardBatchedEnv(BatchedMultiAgentEnv):
     """``num_envs`` copies of a C++ board game; one row per copy (the agent to move).
+    ``seed`` seeds :meth:`random_actions` only (the games have no randomness).
 
     The returned :class:`BatchStep` arrays are this env's own buffers, overwritten by the
     next ``step``. Rewards, ``done`` and the next state are PettingZoo's; a finished copy
     restarts at once with the first agent to move.
     """
 
-    def __init__(self, name: str, num_envs: int) -> None:
+    def __init__(self, name: str, num_envs: int, seed: int = 0) -> None:
         game = _game(name)
         if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
             raise ValueError(f"num_envs must be an int >= 1, got {num_envs!r}")
@@ -85,16 +86,18 @@ class BoardBatchedEnv(BatchedMultiAgentEnv):
         self.num_envs = n = int(num_envs)
         self.possible_agents = list(game.agents)
         self.agent_spec = game.spec
-        self._core = game.core(n)
+        self._core = game.core(n, seed)
         spec = self.agent_spec
         self._obs = np.zeros((n, *spec.obs_shape), np.float32)
         self._mask = np.zeros((n, spec.num_actions), np.int8)
-        self._agent = np.zeros(n, np.int8)
+        self._agent = np.zeros(n, np.int64)
         self._rewards = np.zeros((n, 2), np.float32)
         self._done = np.zeros(n, np.uint8)
         self._env_index = np.arange(n, dtype=np.int64)
         self._no_flags = np.zeros((n, 2), bool)
         self._no_fail = np.zeros(n, bool)
+        # Both agents end when a copy's game does: a read-only view of ``done``, no copy per step.
+        self._terminated = np.broadcast_to(self._done.view(bool)[:, None], (n, 2))
 
     def reset(self, seed: int | None = None) -> BatchStep:
         """A new game in every copy (the games have no randomness: ``seed`` changes nothing)."""
@@ -113,10 +116,16 @@ class BoardBatchedEnv(BatchedMultiAgentEnv):
     def _batch_step(self) -> BatchStep:
         done = self._done.view(bool)
         return BatchStep(
-            env_index=self._env_index, agent_index=self._agent.astype(np.int64), obs=self._obs, masks=self._mask,
-            rewards=self._rewards, terminated=np.repeat(done[:, None], 2, axis=1), truncated=self._no_flags,
+            env_index=self._env_index, agent_index=self._agent, obs=self._obs, masks=self._mask,
+            rewards=self._rewards, terminated=self._terminated, truncated=self._no_flags,
             done=done, failed=self._no_fail,
         )
+
+    def random_actions(self) -> np.ndarray:
+        """A uniformly random legal action per copy, drawn in C++ (``int64[num_envs]``, a new array)."""
+        out = np.empty(self.num_envs, np.int64)
+        self._core.random_actions(out)
+        return out
 
 
 class BoardEnv(MultiAgentEnv):
