@@ -191,14 +191,14 @@ class BatchedRunner:
         if unknown:
             raise ValueError(f"matchup uses unknown policy id(s) {sorted(unknown)}; known: {sorted(self._policies)}")
         self._matchup[i] = matchup
-        for a, agent in enumerate(self._agents):
-            pid = matchup.policies[agent]
-            code = self._codes.get(pid)
-            if code is None:
-                code = self._codes[pid] = len(self._pids)
+        codes = self._codes
+        policies = matchup.policies
+        for pid in policies.values():
+            if pid not in codes:
+                codes[pid] = len(self._pids)
                 self._pids.append(pid)
-            self._seat_policy[i, a] = code
-            self._seat_learns[i, a] = matchup.learns(agent)
+        self._seat_policy[i] = [codes[policies[agent]] for agent in self._agents]
+        self._seat_learns[i] = [matchup.learns(agent) for agent in self._agents]
         self._returns[i] = 0.0
         self._length[i] = 0
         self._t[i] = 0
@@ -209,16 +209,15 @@ class BatchedRunner:
             self.num_env_failures += 1
             store.drop_env(i, int(self._eps_id[i]))
         else:
-            open_agents = np.flatnonzero(store.last[i] >= 0)
-            if len(open_agents):  # the contract says every agent ended; be safe anyway
+            if store.last[i].max() >= 0:  # the contract says every agent ended; be safe anyway
+                open_agents = np.flatnonzero(store.last[i] >= 0)
                 store.end(np.full(len(open_agents), i), open_agents, np.zeros(len(open_agents), bool))
             self._record_stats(i)
         self._start_episode(i)
 
     def _record_stats(self, i: int) -> None:
-        matchup = self._matchup[i]
-        policies = dict(matchup.policies)
-        returns = {a: float(self._returns[i, k]) for k, a in enumerate(self._agents) if a in policies}
+        policies = dict(self._matchup[i].policies)
+        returns = dict(zip(self._agents, self._returns[i].tolist()))
         best = max(returns.values())
         winners = [a for a, r in returns.items() if r == best]
         outcome = {a: ("draw" if len(winners) == len(returns) else "win" if a in winners else "loss") for a in returns}
