@@ -138,3 +138,29 @@ def test_random_actions_are_legal_and_cover_every_legal_move(name):
         seen += np.bincount(acts, minlength=len(seen))
         bs = env.step(acts)
     assert (seen > 0).all()
+
+
+@pytest.mark.parametrize("name,depth", [("tictactoe", None), ("connect_four", 2), ("connect_four", 3)])
+def test_scripted_players_choose_on_batches_as_row_by_row(name, depth):
+    """The batched scorers (table lookup, one search per distinct board) pick among exactly
+    the moves the row-by-row search rates best, for real boards and arbitrary masks."""
+    from league.population.scripted import ConnectFourNegamaxPolicy, TicTacToeMinimaxPolicy
+
+    player = TicTacToeMinimaxPolicy(seed=0) if depth is None else ConnectFourNegamaxPolicy(depth=depth, seed=0)
+    rng = np.random.default_rng(4)
+    env = BoardBatchedEnv(name, 96)
+    bs = env.reset()
+    for _ in range(int(rng.integers(3, 9))):
+        bs = env.step(env.random_actions())
+    obs, mask = bs.obs.copy(), bs.masks.copy()
+    odd = rng.random(len(mask)) < 0.3  # some arbitrary masks, incl. moves the board cannot play
+    mask[odd] = (rng.random((int(odd.sum()), mask.shape[1])) < 0.5).astype(np.int8)
+    mask[odd, rng.integers(mask.shape[1], size=int(odd.sum()))] = 1
+    top, unscored = player._top(obs, mask)
+    for row, (moves, none) in enumerate(player._choices(obs, mask)):
+        assert np.flatnonzero(top[row]).tolist() == moves and unscored[row] == none
+    greedy = player.compute_actions(obs, mask, explore=False)["actions"]
+    assert greedy.tolist() == [moves[0] for moves, _ in player._choices(obs, mask)]
+    explored = player.compute_actions(obs, mask, explore=True)["actions"]
+    assert top[np.arange(len(top)), explored].all()
+    np.testing.assert_allclose(player.action_probabilities(obs, mask).sum(axis=1), 1.0)

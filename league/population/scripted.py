@@ -49,28 +49,41 @@ class _BoardSearchPolicy(Policy):
     def compute_actions(
         self, obs: np.ndarray, action_mask: np.ndarray, explore: bool = True
     ) -> dict[str, np.ndarray]:
-        """Best legal move per row (ties broken at random when ``explore``)."""
-        choices = self._choices(obs, action_mask)
-        actions = np.empty(len(choices), dtype=np.int64)
-        for row, (top, unscored) in enumerate(choices):
-            # ``random_ties`` varies the choice among equally good moves only, not among
-            # moves the board could not score (the mask allows them; trust it).
-            random_pick = explore or (self.random_ties and not unscored)
-            actions[row] = self._rng.choice(top) if random_pick else top[0]
+        """Best legal move per row (ties broken at random when ``explore``), for the whole batch at once."""
+        top, unscored = self._top(obs, action_mask)
+        # ``random_ties`` varies the choice among equally good moves only, not among
+        # moves the board could not score (the mask allows them; trust it).
+        random_pick = np.full(len(top), True) if explore else (self.random_ties & ~unscored)
+        counts = top.sum(axis=1)
+        k = np.where(random_pick, (self._rng.random(len(top)) * counts).astype(np.int64), 0)
+        # The k-th best move of each row: the first index where the running count exceeds k.
+        actions = (np.cumsum(top, axis=1) > k[:, None]).argmax(axis=1).astype(np.int64)
         return {"actions": actions}
 
     def action_probabilities(self, obs: np.ndarray, action_mask: np.ndarray) -> np.ndarray:
         """``float64[B, A]``: uniform over each row's equally best legal moves (one-hot when
         one move is best), the distribution ``compute_actions(explore=True)`` samples."""
-        choices = self._choices(obs, action_mask)
-        probs = np.zeros((len(choices), self.num_actions))
-        for row, (top, _) in enumerate(choices):
-            probs[row, top] = 1.0 / len(top)
-        return probs
+        top, _ = self._top(obs, action_mask)
+        return top / top.sum(axis=1, keepdims=True)
 
-    def _choices(self, obs: np.ndarray, action_mask: np.ndarray) -> list[tuple[list[int], bool]]:
-        """Per row: the best-scoring legal moves (ascending) and whether the board could
-        score none of the legal moves (then all of them, trusting the mask)."""
+    def _top(self, obs: np.ndarray, action_mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``bool[B, A]`` the best-scoring legal moves of each row, and ``bool[B]`` rows where
+        the board could score none of the legal moves (then all of them, trusting the mask)."""
+        obs, mask = self._check(obs, action_mask)
+        scores = self._score_batch(obs, mask) if hasattr(self, "_score_batch") else None
+        if scores is None:  # a subclass without a batched scorer: row by row
+            top = np.zeros(mask.shape, dtype=bool)
+            unscored = np.zeros(len(mask), dtype=bool)
+            for row, (moves, none) in enumerate(self._choices(obs, mask)):
+                top[row, moves], unscored[row] = True, none
+            return top, unscored
+        scores = np.where(mask.astype(bool), scores, _UNSCORED)
+        unscored = (scores == _UNSCORED).all(axis=1)
+        scores[unscored] = np.where(mask[unscored].astype(bool), 0, _UNSCORED)
+        best = scores.max(axis=1, keepdims=True)
+        return (scores == best) & (scores != _UNSCORED), unscored
+
+    def _check(self, obs: np.ndarray, action_mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         obs = np.asarray(obs)
         mask = np.asarray(action_mask)
         if obs.ndim != len(self.obs_shape) + 1 or obs.shape[1:] != self.obs_shape:
@@ -82,6 +95,15 @@ class _BoardSearchPolicy(Policy):
             raise ValueError(
                 f"action_mask must have shape [{len(obs)}, {self.num_actions}], got {list(mask.shape)}"
             )
+        empty = ~mask.astype(bool).any(axis=1)
+        if empty.any():
+            raise ValueError(f"action mask row {int(np.argmax(empty))} has no legal action")
+        return obs, mask
+
+    def _choices(self, obs: np.ndarray, action_mask: np.ndarray) -> list[tuple[list[int], bool]]:
+        """Per row: the best-scoring legal moves (ascending) and whether the board could
+        score none of the legal moves (then all of them, trusting the mask)."""
+        obs, mask = self._check(obs, action_mask)
         out = []
         for row in range(len(obs)):
             legal = [int(a) for a in np.flatnonzero(mask[row])]
@@ -98,6 +120,15 @@ class _BoardSearchPolicy(Policy):
     @abstractmethod
     def _score_moves(self, obs: np.ndarray, legal: list[int]) -> dict[int, int]:
         """Score (higher is better for the mover) of each legal move playable on ``obs``."""
+
+
+#: Score of a move that is illegal or unplayable (below every real score).
+_UNSCORED = np.iinfo(np.int64).min
+
+
+def _bits(planes: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``int64[B]``: each row's cells with ``planes > 0.5`` as a bitboard (``values``: cell bits)."""
+    return ((planes > 0.5).reshape(len(planes), -1) * values.reshape(-1)).sum(axis=1)
 
 
 # --------------------------------------------------------------------------- tic-tac-toe
@@ -137,11 +168,44 @@ def _ttt_value(mine: int, theirs: int) -> int:
     )
 
 
+class _TTTTable:
+    """Every move's score on every pair of bitboards (mine, theirs), filled as boards appear.
+
+    2^18 pairs x 9 moves: a batch is scored by one lookup; a board seen for the first
+    time is searched once (``_ttt_value`` is exact, so a move's score does not depend on
+    which other moves are legal).
+    """
+
+    def __init__(self) -> None:
+        self.scores = np.full((1 << 18, 9), _UNSCORED, dtype=np.int64)
+        self.known = np.zeros(1 << 18, dtype=bool)
+
+    def lookup(self, mine: np.ndarray, theirs: np.ndarray) -> np.ndarray:
+        codes = (mine << 9) | theirs
+        for code in np.unique(codes[~self.known[codes]]).tolist():
+            m, t = code >> 9, code & 511
+            for cell in range(9):
+                if not (m | t) & (1 << cell):
+                    self.scores[code, cell] = -_ttt_value(t, m | (1 << cell))
+            self.known[code] = True
+        return self.scores[codes]
+
+
+_TTT_TABLE: _TTTTable | None = None  # built on first use, shared by every minimax player
+
+
 class TicTacToeMinimaxPolicy(_BoardSearchPolicy):
     """Perfect tic-tac-toe by memoised negamax over the whole game tree; never loses."""
 
     obs_shape = (3, 3, 2)
     num_actions = 9
+
+    def _score_batch(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """Scores of every move of every row (``_UNSCORED`` on occupied cells), by table lookup."""
+        global _TTT_TABLE
+        if _TTT_TABLE is None:
+            _TTT_TABLE = _TTTTable()
+        return _TTT_TABLE.lookup(_bits(obs[..., 0], _TTT_BIT_VALUES), _bits(obs[..., 1], _TTT_BIT_VALUES))
 
     def _score_moves(self, obs: np.ndarray, legal: list[int]) -> dict[int, int]:
         mine = int(((obs[..., 0] > 0.5) * _TTT_BIT_VALUES).sum())
@@ -168,6 +232,7 @@ _C4_WIN = 1_000_000
 # over a few alternatives because deeper searches then beat shallower ones most reliably.
 _C4_WINDOW_SCORE = (0, 0, 2, 10)
 _C4_CENTRE_SCORE = 2
+_C4_CACHE_SIZE = 50_000  # positions a negamax player remembers (a few MB)
 
 
 def _c4_windows() -> tuple[int, ...]:
@@ -250,9 +315,36 @@ class ConnectFourNegamaxPolicy(_BoardSearchPolicy):
         super().__init__(seed, random_ties)
         self.depth = depth
 
+    def _score_batch(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """Scores of every legal move of every row, one search per distinct (board, mask) of the
+        batch; positions searched recently (openings repeat across games) come from a cache."""
+        mine, theirs = _bits(obs[..., 0], _C4_BIT_VALUES), _bits(obs[..., 1], _C4_BIT_VALUES)
+        legal_bits = (mask.astype(bool) * (1 << np.arange(self.num_actions))).sum(axis=1)
+        keys = np.stack([mine, theirs, legal_bits], axis=1)
+        unique, inverse = np.unique(keys, axis=0, return_inverse=True)
+        rows = np.empty((len(unique), self.num_actions), dtype=np.int64)
+        cache = self.__dict__.setdefault("_cache", {})
+        for j, (m, t, lb) in enumerate(unique.tolist()):
+            row = cache.get((m, t, lb))
+            if row is None:
+                row = np.full(self.num_actions, _UNSCORED, dtype=np.int64)
+                legal = [a for a in range(self.num_actions) if lb >> a & 1]
+                for a, score in self._score_bits(m, t, legal).items():
+                    row[a] = score
+                if len(cache) >= _C4_CACHE_SIZE:  # bounded: drop the oldest entries
+                    for key in list(cache)[: _C4_CACHE_SIZE // 2]:
+                        del cache[key]
+                cache[(m, t, lb)] = row
+            rows[j] = row
+        return rows[inverse.reshape(-1)]
+
     def _score_moves(self, obs: np.ndarray, legal: list[int]) -> dict[int, int]:
         mine = int(((obs[..., 0] > 0.5) * _C4_BIT_VALUES).sum())
         theirs = int(((obs[..., 1] > 0.5) * _C4_BIT_VALUES).sum())
+        return self._score_bits(mine, theirs, legal)
+
+    def _score_bits(self, mine: int, theirs: int, legal: list[int]) -> dict[int, int]:
+        """Scores of the legal moves playable on the bitboards (the search of ``_score_moves``)."""
         occupied = mine | theirs
         scores: dict[int, int] = {}
         best = -float("inf")
