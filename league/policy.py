@@ -77,6 +77,9 @@ class Policy(ABC):
         Returns:
             ``{"actions": int64[B], ...}`` plus any per-row columns the algorithm
             wants stored (all with first dimension ``B``). Never a masked action.
+            For an agent with a Box action space (``AgentSpec.continuous``) ``actions``
+            is ``float32[B, D]`` inside the space's bounds and masks do not apply
+            (the mask is all ones and is ignored).
         """
 
     def action_probabilities(self, obs: np.ndarray, action_mask: np.ndarray) -> np.ndarray:
@@ -112,15 +115,26 @@ class Policy(ABC):
 
 
 class RandomPolicy(Policy):
-    """Uniformly random legal actions: the evaluation yardstick."""
+    """Uniformly random legal actions: the evaluation yardstick.
 
-    def __init__(self, seed: int | None = None) -> None:
+    With ``action_bounds`` (a Box action space's flat ``(low, high)``) it draws float32
+    actions uniformly inside them instead (an infinite bound is taken as +-1).
+    """
+
+    def __init__(self, seed: int | None = None, action_bounds: tuple[tuple[float, ...], tuple[float, ...]] | None = None) -> None:
         self._rng = np.random.default_rng(seed)
+        self._bounds = None
+        if action_bounds is not None:
+            low, high = (np.asarray(b, dtype=np.float64) for b in action_bounds)
+            self._bounds = (np.where(np.isfinite(low), low, -1.0), np.where(np.isfinite(high), high, 1.0))
 
     def compute_actions(
         self, obs: np.ndarray, action_mask: np.ndarray, explore: bool = True
     ) -> dict[str, np.ndarray]:
-        """Uniform over the legal actions of each row."""
+        """Uniform over the legal actions of each row (or over the Box's bounds)."""
+        if self._bounds is not None:
+            low, high = self._bounds
+            return {"actions": self._rng.uniform(low, high, size=(len(obs), len(low))).astype(np.float32)}
         return {"actions": masked_uniform_actions(action_mask, self._rng)}
 
     def action_probabilities(self, obs: np.ndarray, action_mask: np.ndarray) -> np.ndarray:
@@ -150,8 +164,11 @@ class PolicyFactory(ABC):
 
 
 class RandomPolicyFactory(PolicyFactory):
-    """Factory for :class:`RandomPolicy` (never learns)."""
+    """Factory for :class:`RandomPolicy` (never learns); ``action_bounds`` for Box action spaces."""
+
+    def __init__(self, action_bounds: tuple[tuple[float, ...], tuple[float, ...]] | None = None) -> None:
+        self.action_bounds = action_bounds
 
     def make_policy(self, seed: int | None = None, learns: bool = False) -> Policy:
         """A uniformly random legal-action policy."""
-        return RandomPolicy(seed)
+        return RandomPolicy(seed, self.action_bounds)

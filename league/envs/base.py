@@ -47,8 +47,10 @@ observation is flattened with ``gymnasium.spaces.flatten`` to a 1-D float32 vect
 with an ``action_mask`` key (if present) split off first; Discrete observations become
 one-hot float32 (index ``value - start``); Box, MultiBinary and MultiDiscrete
 observations keep their shape, cast to float32. Without a mask in the observation,
-``info["action_mask"]`` is used when the env provides one, else all ones. Only Discrete
-action spaces are supported; policy action ``i`` is env action ``i + space.start``.
+``info["action_mask"]`` is used when the env provides one, else all ones. Action spaces:
+Discrete (policy action ``i`` is env action ``i + space.start``) and Box with finite or
+infinite bounds (``num_actions`` is its size; policy actions are float32 vectors reshaped
+to the space's shape; masks do not apply: a Box agent's mask is all ones and is ignored).
 """
 
 from __future__ import annotations
@@ -67,11 +69,20 @@ class AgentSpec:
 
     ``has_action_mask`` says the observation space carries a mask; a mask passed in
     ``info`` is honoured too, so policies should always apply ``TimeStep.masks``.
+    For a Box action space ``num_actions`` is the number of action dimensions and
+    ``action_low``/``action_high`` hold its (flattened) bounds; both are None for Discrete.
     """
 
     obs_shape: tuple[int, ...]
     num_actions: int
     has_action_mask: bool
+    action_low: tuple[float, ...] | None = None
+    action_high: tuple[float, ...] | None = None
+
+    @property
+    def continuous(self) -> bool:
+        """True for a Box action space."""
+        return self.action_low is not None
 
 
 @dataclass

@@ -21,7 +21,7 @@ GYM_AGENT = "agent_0"
 
 
 class GymnasiumEnv(MultiAgentEnv):
-    """A ``gymnasium.Env`` with a Discrete action space, seen as one agent.
+    """A ``gymnasium.Env`` with a Discrete or Box action space, seen as one agent.
 
     Args:
         env: the Gymnasium env, e.g. ``gymnasium.make("CartPole-v1")``.
@@ -47,7 +47,7 @@ class GymnasiumEnv(MultiAgentEnv):
         except (TypeError, ValueError) as err:
             raise type(err)(f"env {self.name}: {err}") from err
         self._transform = self._pre.transform
-        self._start = self._pre.action_start
+        self._env_action = self._pre.env_action
         self._steps = 0
         self._running = False
 
@@ -69,8 +69,8 @@ class GymnasiumEnv(MultiAgentEnv):
         self._running = True
         return TimeStep(obs={GYM_AGENT: obs}, masks={GYM_AGENT: mask})
 
-    def step(self, actions: dict[str, int]) -> TimeStep:
-        """Apply ``actions["agent_0"]``."""
+    def step(self, actions: dict[str, Any]) -> TimeStep:
+        """Apply ``actions["agent_0"]`` (an int, or a float vector for a Box action space)."""
         if not self._running:
             raise RuntimeError(f"env {self.name}: step() called before reset() or after the episode ended")
         if len(actions) != 1 or GYM_AGENT not in actions:
@@ -79,7 +79,7 @@ class GymnasiumEnv(MultiAgentEnv):
                 f"got actions for {sorted(actions)}"
             )
         try:
-            raw_obs, reward, terminated, truncated, info = self.env.step(int(actions[GYM_AGENT]) + self._start)
+            raw_obs, reward, terminated, truncated, info = self.env.step(self._env_action(actions[GYM_AGENT]))
             obs, mask = self._transform(raw_obs, info)
         except Exception as err:
             self._running = False

@@ -114,7 +114,7 @@ class PettingZooAECEnv(_PettingZooBase):
             )
         raw = self._raw
         try:
-            self.env.step(int(actions[agent]) + self._start[agent])
+            self.env.step(self._pre[agent].env_action(actions[agent]))
             self._steps += 1
             ts = TimeStep(obs={}, masks={}, rewards={a: float(r) for a, r in raw.rewards.items()})
             self._settle(ts)
@@ -215,11 +215,10 @@ class PettingZooParallelEnv(_PettingZooBase):
         acting = self._acting
         if not acting:
             raise RuntimeError(f"env {self.name}: step() called before reset() or after the episode ended")
-        start = self._start
         try:
             if len(actions) != len(acting):
                 raise KeyError
-            joint = {agent: int(actions[agent]) + start[agent] for agent in acting}
+            joint = {agent: self._pre[agent].env_action(actions[agent]) for agent in acting}
         except KeyError:
             raise ValueError(
                 f"env {self.name}: step() takes one action for each of {acting}; "

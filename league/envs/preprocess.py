@@ -44,11 +44,20 @@ class ObsPreprocessor:
             ``info["action_mask"]`` when present, else it is all ones.
         action_start: the env action for policy action ``i`` is ``i + action_start``
             (``Discrete(n, start=...)``; 0 almost always).
+        action_shape: a Box action space's shape (None for Discrete).
     """
 
     spec: AgentSpec
     transform: Transform
     action_start: int
+    action_shape: tuple[int, ...] | None = None
+
+    def env_action(self, action: Any) -> Any:
+        """The env's action for a policy action: ``int(action) + action_start`` (Discrete),
+        or a float32 array of the Box's shape."""
+        if self.action_shape is None:
+            return int(action) + self.action_start
+        return np.asarray(action, dtype=np.float32).reshape(self.action_shape)
 
 
 def build_preprocessor(
@@ -57,15 +66,21 @@ def build_preprocessor(
     """Compile the preprocessing rule for one agent's spaces.
 
     Raises:
-        TypeError: the action space is not ``Discrete``, or the observation space (or a
-            part of it) has no fixed-size float representation.
+        TypeError: the action space is neither ``Discrete`` nor ``Box``, or the observation
+            space (or a part of it) has no fixed-size float representation.
         ValueError: an ``action_mask`` entry does not hold one flag per action.
     """
-    if not isinstance(action_space, spaces.Discrete):
+    bounds: dict[str, Any] = {}
+    if isinstance(action_space, spaces.Box):
+        num_actions = int(np.prod(action_space.shape))
+        bounds = {"action_low": tuple(float(x) for x in np.ravel(action_space.low)),
+                  "action_high": tuple(float(x) for x in np.ravel(action_space.high))}
+    elif isinstance(action_space, spaces.Discrete):
+        num_actions = int(action_space.n)
+    else:
         raise TypeError(
-            f"agent {agent!r}: only Discrete action spaces are supported, got {action_space}"
+            f"agent {agent!r}: only Discrete and Box action spaces are supported, got {action_space}"
         )
-    num_actions = int(action_space.n)
     ones = np.ones(num_actions, dtype=np.int8)
     ones.flags.writeable = False
 
@@ -86,7 +101,9 @@ def build_preprocessor(
         has_mask = False
 
     spec = AgentSpec(obs_shape=tuple(int(d) for d in shape), num_actions=num_actions,
-                     has_action_mask=has_mask)
+                     has_action_mask=has_mask, **bounds)
+    if bounds:
+        return ObsPreprocessor(spec=spec, transform=transform, action_start=0, action_shape=tuple(action_space.shape))
     return ObsPreprocessor(spec=spec, transform=transform, action_start=int(action_space.start))
 
 

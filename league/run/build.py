@@ -118,6 +118,12 @@ def make_learner(cfg: RunConfig, algorithms: Mapping[str, Algorithm]) -> Learner
     return learner
 
 
+def _random_factory(algorithms: Mapping[str, Algorithm]) -> RandomPolicyFactory:
+    """The evaluation opponent: uniform over legal actions, or over the Box of a continuous-action env."""
+    spec = next((a.agent_spec for a in algorithms.values() if getattr(a.agent_spec, "action_low", None) is not None), None)
+    return RandomPolicyFactory(None if spec is None else (spec.action_low, spec.action_high))
+
+
 def make_samplers(cfg: RunConfig, iteration: int, algorithms: Mapping[str, Algorithm], league: TrainingLeague) -> list[SamplerHandle]:
     """The run's samplers (Ray actors or in-process), holding every policy the league needs,
     seeded for a run (re)started at ``iteration``."""
@@ -126,7 +132,7 @@ def make_samplers(cfg: RunConfig, iteration: int, algorithms: Mapping[str, Algor
     kwargs: dict[str, Any] = dict(
         env=cfg.env.name,
         env_kwargs=cfg.env.kwargs,
-        policies={**algorithms, EVAL_OPPONENT: RandomPolicyFactory(), **{pid: f for pid, (f, _) in frozen.items()}},
+        policies={**algorithms, EVAL_OPPONENT: _random_factory(algorithms), **{pid: f for pid, (f, _) in frozen.items()}},
         frozen=(EVAL_OPPONENT, *frozen),
         matchups=league.matchups(),
         num_envs=s.num_envs,

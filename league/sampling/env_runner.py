@@ -23,6 +23,24 @@ __all__ = ["EnvRunner", "EnvFailure"]
 #: Finished-episode stats a runner keeps until they are popped; beyond it the oldest half is dropped.
 MAX_EPISODE_STATS = 100_000
 
+def episode_record(episode_id: int, length: int, returns: dict[str, float], policies: dict[str, str]) -> dict:
+    """One finished episode's stats: id, length, returns and policies per agent, and each
+    agent's outcome (``win`` for the best return, ``loss`` below it, ``draw`` when all tie)."""
+    best = max(returns.values())
+    winners = [a for a, r in returns.items() if r == best]
+    outcome = {a: ("draw" if len(winners) == len(returns) else "win" if a in winners else "loss") for a in returns}
+    return {"episode_id": episode_id, "length": length, "returns": returns, "policies": policies, "outcome": outcome}
+
+
+def bound_episode_stats(stats: list[dict]) -> int:
+    """Drop the oldest half of ``stats`` once it holds ``MAX_EPISODE_STATS`` (nobody pops
+    them: keep memory bounded); returns how many were dropped."""
+    if len(stats) < MAX_EPISODE_STATS:
+        return 0
+    del stats[: len(stats) // 2]
+    return MAX_EPISODE_STATS - len(stats)
+
+
 class EnvFailure(RuntimeError):
     """An env kept raising: more consecutive failures than the configured limit."""
 
@@ -95,12 +113,13 @@ class EnvRunner:
             mask = np.stack([self._ts[i].masks[a] for i, a in members])
             out = self._policies[pid].compute_actions(obs, mask, explore)
             acts = out[C.ACTIONS]
-            if not mask[np.arange(len(acts)), acts].all():
+            discrete = acts.ndim == 1  # Box actions are [B, D] float rows; masks do not apply to them
+            if discrete and not mask[np.arange(len(acts)), acts].all():
                 bad = int(np.flatnonzero(mask[np.arange(len(acts)), acts] == 0)[0])
                 raise RuntimeError(f"policy '{pid}' chose illegal action {int(acts[bad])} (mask {mask[bad].tolist()})")
             record = self._record and self._policies[pid].learns
             for row, (i, a) in enumerate(members):
-                act = int(acts[row])
+                act = int(acts[row]) if discrete else acts[row]
                 actions[i][a] = act
                 if record and self._matchup[i].learns(a):
                     traj = self._trajs[i].get(a)
@@ -187,23 +206,8 @@ class EnvRunner:
     def _end_episode(self, i: int) -> None:
         policies = dict(self._matchup[i].policies)
         returns = {a: float(self._returns[i].get(a, 0.0)) for a in policies}
-        best = max(returns.values())
-        winners = [a for a, r in returns.items() if r == best]
-        outcome = {
-            a: ("draw" if len(winners) == len(returns) else "win" if a in winners else "loss") for a in returns
-        }
-        if len(self.episode_stats) >= MAX_EPISODE_STATS:  # nobody pops them: keep memory bounded
-            del self.episode_stats[: len(self.episode_stats) // 2]
-            self.dropped_episode_stats += MAX_EPISODE_STATS - len(self.episode_stats)
-        self.episode_stats.append(
-            {
-                "episode_id": self._eps_id[i],
-                "length": self._length[i],
-                "returns": returns,
-                "policies": policies,
-                "outcome": outcome,
-            }
-        )
+        self.dropped_episode_stats += bound_episode_stats(self.episode_stats)
+        self.episode_stats.append(episode_record(self._eps_id[i], self._length[i], returns, policies))
         self.episodes_completed[i] += 1
         if self.quota is not None and self.episodes_completed[i] >= self.quota[i]:
             self.active[i] = False  # its share is played: draw no matchup it would not play

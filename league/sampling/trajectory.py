@@ -18,6 +18,13 @@ from league.batch import SampleBatch
 __all__ = ["AgentTrajectory"]
 
 
+def _actions_column(actions: list) -> np.ndarray:
+    """``int64[n]`` for discrete actions; ``float32[n, D]`` for Box actions (float vectors)."""
+    if actions and isinstance(actions[0], np.ndarray):
+        return np.stack(actions).astype(np.float32, copy=False)
+    return np.asarray(actions, dtype=np.int64)
+
+
 class AgentTrajectory:
     """Rows of one agent in one episode, in time order."""
 
@@ -67,7 +74,7 @@ class AgentTrajectory:
         dones = np.zeros(n, dtype=bool)
         cols = {
             C.OBS: np.stack(self.obs[:n]),
-            C.ACTIONS: np.asarray(self.actions[:n], dtype=np.int64),
+            C.ACTIONS: _actions_column(self.actions[:n]),
             C.ACTION_MASK: np.stack(self.masks[:n]),
             C.REWARDS: np.asarray(self.rewards[:n], dtype=np.float32),
             C.TERMINATEDS: dones,
