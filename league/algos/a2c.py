@@ -13,16 +13,15 @@ On-policy: the plan trains only on rows produced by the current weights
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 from torch import nn
 
-from league.algos.actor_critic import GAEActorCritic
+from league.algos.actor_critic import ActorCriticOptions, GAEActorCritic, value_error
 from league.learn.algorithm import PolicyState, batch_to_tensors
-from league.algos.distributions import entropy, log_prob, masked_log_probs
 from league.algos.sgd import check_max_policy_lag
 from league.batch import Columns as C
 from league.batch import SampleBatch
@@ -38,8 +37,8 @@ _INPUTS = [C.OBS, C.ACTIONS, C.ACTION_MASK, C.ADVANTAGES, C.VALUE_TARGETS]
 
 
 @dataclass
-class A2CConfig:
-    """A2C hyperparameters."""
+class A2CConfig(ActorCriticOptions):
+    """A2C hyperparameters (model and scale options: :class:`ActorCriticOptions`)."""
 
     lr: float = 1e-3
     gamma: float = 0.99
@@ -52,10 +51,9 @@ class A2CConfig:
     plan: str = "train_one_step"  # or "a3c": ComputeGradients -> ApplyGradients
     # Train on rows produced by weights at most this many updates old (0: on-policy).
     max_policy_lag: int = 0
-    model: str = "auto"
-    model_kwargs: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        self.check_options("a2c")
         for name in ("lr", "train_batch_size", "max_grad_norm"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"a2c.{name} must be positive, got {getattr(self, name)}")
@@ -67,7 +65,7 @@ class A2CConfig:
 
 
 class A2C(GAEActorCritic):
-    """A2C for discrete (optionally masked) actions; GAE on the sampler (:class:`GAEActorCritic`)."""
+    """A2C for discrete (optionally masked) or Box actions; GAE on the sampler (:class:`GAEActorCritic`)."""
 
     name = "a2c"
     config_class = A2CConfig
@@ -79,13 +77,12 @@ class A2C(GAEActorCritic):
         if cfg.standardize_advantages and len(adv) > 1:
             adv = (adv - adv.mean()) / (adv.std() + 1e-8)
 
-        logits, values = model(mb[C.OBS])
-        log_probs = masked_log_probs(logits, mb[C.ACTION_MASK])
-        logp = log_prob(log_probs, mb[C.ACTIONS])
+        dist_inputs, values = model(mb[C.OBS])
+        logp, ent = self.dist.logp_entropy(dist_inputs, mb)
 
         pg_loss = -(logp * adv).mean()
-        vf_loss = 0.5 * (values - mb[C.VALUE_TARGETS]).pow(2).mean()
-        ent = entropy(log_probs).mean()
+        vf_loss = 0.5 * value_error(values, mb[C.VALUE_TARGETS], mb).pow(2).mean()
+        ent = ent.mean()
         loss = pg_loss + cfg.vf_coef * vf_loss - cfg.entropy_coef * ent
         stats = {
             "total_loss": loss.item(),
@@ -98,7 +95,8 @@ class A2C(GAEActorCritic):
     def _backward(self, state: PolicyState, batch: SampleBatch) -> dict[str, float]:
         """Loss on ``batch``, gradients in ``.grad`` (norm-clipped); returns the statistics."""
         model = state.model
-        t = batch_to_tensors(batch, _INPUTS, next(model.parameters()).device)
+        t = batch_to_tensors(batch, self.loss_inputs(*_INPUTS), next(model.parameters()).device)
+        self.prepare(model, t)
         model.train()
         loss, stats = self.loss(model, t)
         if not np.isfinite(stats["total_loss"]):

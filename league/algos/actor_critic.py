@@ -1,51 +1,115 @@
-"""What actor-critic algorithms (PPO, A2C, IMPALA/APPO) share: model, sampler policy, GAE.
+"""What actor-critic algorithms (PPO, A2C, IMPALA/APPO) share: options, model, sampler policy, GAE.
 
-Their configs all carry ``model`` and ``model_kwargs``; the sampler-side policy samples
-masked actions and reports ``action_logp`` and ``vf_preds``. Every model carries the
-weights-version buffer (:func:`~league.learn.algorithm.add_version_buffer`), so samplers can
-stamp each row with the version of the weights that produced it. PPO and A2C also share
-their sampler-side postprocessing (:class:`GAEActorCritic`).
+Their configs all inherit :class:`ActorCriticOptions` (model, network layout, normalisation,
+reward scale, Box-action squash); the sampler-side policy samples masked categorical or
+Gaussian actions (:func:`~league.algos.distributions.action_dist`) and reports
+``action_logp`` and ``vf_preds``. Every model carries the weights-version buffer
+(:func:`~league.learn.algorithm.add_version_buffer`), so samplers can stamp each row with
+the version of the weights that produced it. PPO and A2C also share their sampler-side
+postprocessing (:class:`GAEActorCritic`).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+import torch
 from torch import nn
 
 from league.learn.algorithm import Algorithm, add_version_buffer
-from league.algos.models import build_model
+from league.algos.distributions import SQUASHES, ActionDist, action_dist
+from league.algos.models import build_model, update_normalizers
 from league.algos.postprocessing import compute_gae
 from league.algos.torch_policy import ActorCriticPolicy
 from league.batch import Columns as C
 from league.batch import SampleBatch
 from league.policy import Policy
 
-__all__ = ["ActorCriticAlgorithm", "GAEActorCritic"]
+__all__ = ["ActorCriticOptions", "ActorCriticAlgorithm", "GAEActorCritic", "VALUE_SCALE", "value_error"]
+
+#: Per-row column (one constant) the learner adds: value errors are divided by it in the loss.
+VALUE_SCALE = "value_scale"
+
+
+def value_error(values: torch.Tensor, targets: torch.Tensor, mb: Mapping[str, torch.Tensor]) -> torch.Tensor:
+    """``values - targets``, in units of ``mb["value_scale"]`` when the batch has that column."""
+    scale = mb.get(VALUE_SCALE)
+    return values - targets if scale is None else (values - targets) / scale
+
+
+@dataclass
+class ActorCriticOptions:
+    """Model and scale options every actor-critic config has (see docs/PPO_SCALES.md)."""
+
+    model: str = "auto"
+    model_kwargs: dict[str, Any] = field(default_factory=dict)
+    # The value function on a trunk of its own (policy features never trained by the value loss).
+    separate_networks: bool = False
+    # Running mean/std standardisation of observations (statistics travel with the weights).
+    normalize_obs: bool = False
+    # PopArt-style value targets: the value head learns standardised returns.
+    normalize_values: bool = False
+    # Rewards are multiplied by this before advantages and value targets are computed.
+    reward_scale: float = 1.0
+    # Box actions: "clip" the Gaussian sample to the bounds, or "tanh"-squash it into them.
+    squash: str = "clip"
+    init_log_std: float = 0.0
+
+    def check_options(self, algo: str) -> None:
+        """Config checks of these options (called by each config's ``__post_init__``)."""
+        if self.squash not in SQUASHES:
+            raise ValueError(f"{algo}.squash must be one of {SQUASHES}, got {self.squash!r}")
+        if not self.reward_scale > 0:
+            raise ValueError(f"{algo}.reward_scale must be positive, got {self.reward_scale}")
 
 
 class ActorCriticAlgorithm(Algorithm):
-    """Base of algorithms whose model returns ``(logits, value)``."""
+    """Base of algorithms whose model returns ``(dist_inputs, value)``."""
+
+    @functools.cached_property
+    def dist(self) -> ActionDist:
+        """The action distribution of this agent spec (categorical, or Gaussian for Box actions)."""
+        return action_dist(self.agent_spec, self.config.squash)
 
     def make_model(self) -> nn.Module:
         """Actor-critic model chosen by ``config.model`` (see :func:`build_model`), with a version buffer."""
-        spec = self.agent_spec
-        return add_version_buffer(build_model(self.config.model, spec.obs_shape, spec.num_actions, **self.config.model_kwargs))
+        cfg, spec = self.config, self.agent_spec
+        kwargs = dict(cfg.model_kwargs)
+        for key in ("separate_networks", "normalize_obs", "normalize_values"):
+            kwargs.setdefault(key, getattr(cfg, key))
+        if spec.continuous:
+            kwargs.update(continuous=True, init_log_std=cfg.init_log_std)
+        return add_version_buffer(build_model(cfg.model, spec.obs_shape, spec.num_actions, **kwargs))
 
     def make_policy(self, seed: int | None = None, learns: bool = True) -> Policy:
-        """Sampler-side policy: stochastic masked actions with logp and value."""
-        return ActorCriticPolicy(self.make_model(), learns=learns, seed=seed)
+        """Sampler-side policy: stochastic (masked or Gaussian) actions with logp and value."""
+        return ActorCriticPolicy(self.make_model(), self.dist, learns=learns, seed=seed)
+
+    def loss_inputs(self, *columns: str) -> list[str]:
+        """``columns`` plus the ones this agent's action distribution reads (no duplicates)."""
+        return list(dict.fromkeys([*columns, C.OBS, *self.dist.columns]))
+
+    def prepare(self, model: nn.Module, t: dict[str, torch.Tensor]) -> None:
+        """Learner side, before an update: merge the batch's observations and value targets into
+        the model's running statistics, then add the :data:`VALUE_SCALE` column the loss divides by."""
+        update_normalizers(model, t[C.OBS], t.get(C.VALUE_TARGETS))
+        scale = model.value_scale() if hasattr(model, "value_scale") else 1.0
+        t[VALUE_SCALE] = torch.full((len(t[C.OBS]),), scale, device=t[C.OBS].device)
 
 
 class GAEActorCritic(ActorCriticAlgorithm):
     """Actor-critic whose samplers add GAE advantages (PPO, A2C; the config has ``gamma`` and ``lam``)."""
 
     def postprocess_trajectory(self, traj: SampleBatch, next_step: Mapping[str, np.ndarray] | None) -> SampleBatch:
-        """Adds ``advantages`` and ``value_targets`` (GAE) to one agent's trajectory chunk,
-        bootstrapping from V(next state) unless the chunk ended in termination."""
+        """Adds ``advantages`` and ``value_targets`` (GAE on rewards times ``reward_scale``) to one
+        agent's trajectory chunk, bootstrapping from V(next state) unless the chunk ended in termination."""
         bootstrap_value = 0.0 if next_step is None else float(next_step[C.VF_PREDS][0])
+        rewards = traj[C.REWARDS] * np.float32(self.config.reward_scale) if self.config.reward_scale != 1.0 else traj[C.REWARDS]
         traj[C.ADVANTAGES], traj[C.VALUE_TARGETS] = compute_gae(
-            traj[C.REWARDS], traj[C.VF_PREDS], bootstrap_value, self.config.gamma, self.config.lam
+            rewards, traj[C.VF_PREDS], bootstrap_value, self.config.gamma, self.config.lam
         )
         return traj

@@ -23,16 +23,16 @@ the policy's latest reset) are dropped when the update starts (:mod:`league.lear
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 import torch
 from torch import nn
 
-from league.algos.actor_critic import ActorCriticAlgorithm
+from league.algos.actor_critic import ActorCriticAlgorithm, ActorCriticOptions, value_error
 from league.learn.algorithm import PolicyState, batch_to_tensors
-from league.algos.distributions import entropy, log_prob, masked_log_probs
+from league.algos.distributions import ActionDist
 from league.algos.sgd import check_max_policy_lag, check_minibatch_size, minibatch_sgd
 from league.algos.vtrace import chunk_ends, vtrace
 from league.batch import Columns as C
@@ -56,8 +56,9 @@ _INPUTS = [C.OBS, C.ACTIONS, C.ACTION_MASK, C.ACTION_LOGP, C.REWARDS, BOOTSTRAP_
 
 
 @dataclass
-class IMPALAConfig:
-    """IMPALA hyperparameters (``rho_bar``, ``c_bar``, ``pg_rho_bar``: V-trace's clipping thresholds)."""
+class IMPALAConfig(ActorCriticOptions):
+    """IMPALA hyperparameters (``rho_bar``, ``c_bar``, ``pg_rho_bar``: V-trace's clipping thresholds;
+    model and scale options: :class:`ActorCriticOptions`, ``reward_scale`` applied on the learner)."""
 
     name: ClassVar[str] = "impala"
 
@@ -77,10 +78,9 @@ class IMPALAConfig:
     learner_queue_timeout_s: float = 300.0  # the plan fails if the learner takes nothing for this long
     # Rows more than this many updates old are dropped (None: any age); V-trace corrects the lag below it.
     max_policy_lag: int | None = 32
-    model: str = "auto"
-    model_kwargs: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        self.check_options(self.name)
         for key in ("lr", "rho_bar", "c_bar", "pg_rho_bar", "train_batch_size", "num_epochs",
                     "max_grad_norm", "learner_queue_size", "learner_queue_timeout_s"):
             if not getattr(self, key) > 0:
@@ -120,15 +120,17 @@ def _require_columns(batch: SampleBatch, names: list[str], algo: str) -> None:
         )
 
 
-def _forward(model: nn.Module, mb: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Masked log-probabilities of all actions, of the taken actions, and values."""
-    logits, values = model(mb[C.OBS])
-    log_probs = masked_log_probs(logits, mb[C.ACTION_MASK])
-    return log_probs, log_prob(log_probs, mb[C.ACTIONS]), values
+def _forward(
+    model: nn.Module, dist: ActionDist, mb: Mapping[str, torch.Tensor]
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Entropies of the action distributions, log-probabilities of the taken actions, and values."""
+    dist_inputs, values = model(mb[C.OBS])
+    logp, ent = dist.logp_entropy(dist_inputs, mb)
+    return ent, logp, values
 
 
 class IMPALA(ActorCriticAlgorithm):
-    """IMPALA for discrete (optionally masked) actions; the learner side runs in a thread."""
+    """IMPALA for discrete (optionally masked) or Box actions; the learner side runs in a thread."""
 
     name = "impala"
     config_class: ClassVar[type] = IMPALAConfig
@@ -159,12 +161,16 @@ class IMPALA(ActorCriticAlgorithm):
         cfg = self.config
         model = state.model
         device = next(model.parameters()).device
-        _require_columns(batch, _INPUTS, self.name)
+        inputs = self.loss_inputs(*_INPUTS)
+        _require_columns(batch, inputs, self.name)
         diagnostics = [C.BOOTSTRAP_VALUE] if C.BOOTSTRAP_VALUE in batch else []
-        t = batch_to_tensors(batch, _INPUTS + diagnostics, device)
+        t = batch_to_tensors(batch, inputs + diagnostics, device)
+        if cfg.reward_scale != 1.0:
+            t[C.REWARDS] = t[C.REWARDS] * cfg.reward_scale
         ends = torch.from_numpy(chunk_ends(batch)).to(device)
         targets, out = self.vtrace_targets(model, t, ends)
         t.update(targets)
+        self.prepare(model, t)
         for name in (BOOTSTRAP_OBS, C.TERMINATEDS, *diagnostics):  # read by V-trace only: keep them out of the minibatches
             del t[name]
 
@@ -184,7 +190,7 @@ class IMPALA(ActorCriticAlgorithm):
         cfg = self.config
         with torch.no_grad():
             model.eval()
-            _, logp, values = _forward(model, t)
+            _, logp, values = _forward(model, self.dist, t)
             bootstrap = self.bootstrap_values(model, t, ends)
         vt = vtrace(
             t[C.ACTION_LOGP], logp, t[C.REWARDS], values, bootstrap, ends,
@@ -222,10 +228,10 @@ class IMPALA(ActorCriticAlgorithm):
     def loss(self, model: nn.Module, mb: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, float]]:
         """Policy loss (:meth:`policy_loss`) + value loss towards vs - entropy bonus on one minibatch."""
         cfg = self.config
-        log_probs, logp, values = _forward(model, mb)
+        ent, logp, values = _forward(model, self.dist, mb)
         pg_loss, stats = self.policy_loss(logp, mb)
-        vf_loss = 0.5 * (values - mb[C.VALUE_TARGETS]).pow(2).mean()
-        ent = entropy(log_probs).mean()
+        vf_loss = 0.5 * value_error(values, mb[C.VALUE_TARGETS], mb).pow(2).mean()
+        ent = ent.mean()
         loss = pg_loss + cfg.vf_coef * vf_loss - cfg.entropy_coef * ent
         stats.update(total_loss=loss.item(), policy_loss=pg_loss.item(), vf_loss=vf_loss.item(), entropy=ent.item())
         return loss, stats

@@ -1,7 +1,20 @@
 """Default actor-critic / Q models for preprocessed observations.
 
-Every model maps ``float32[B, *obs_shape]`` to ``(logits float32[B, A], value float32[B])``;
-Q-learning algorithms read the logits as Q-values. Pick one with :func:`build_model`.
+Every model maps ``float32[B, *obs_shape]`` to ``(dist_inputs, value float32[B])``: the
+distribution inputs are logits ``[B, A]`` for Discrete actions (Q-learning reads them as
+Q-values) and ``[B, 2D]`` (means, then log-stds) for a Box of ``D`` dimensions. Pick one
+with :func:`build_model`. Options every actor-critic model takes:
+
+* ``separate_networks``: the value function gets a trunk of its own instead of sharing the
+  policy's (then a large value loss cannot swamp the policy's features; see docs/PPO_SCALES.md);
+* ``normalize_obs``: observations are standardised by a running mean/std (clipped to +-10);
+* ``normalize_values``: the value head predicts standardised returns and its output is
+  de-standardised, PopArt-style (van Hasselt et al. 2016): when the statistics move, the
+  head's weights are rescaled so its de-standardised output stays the same;
+* ``continuous``: a state-independent log-std parameter (``init_log_std``) is appended to the means.
+
+The running statistics are buffers, so they travel to samplers with the weights; learners
+update them (:func:`update_normalizers`) before each update from the batch they train on.
 """
 
 from __future__ import annotations
@@ -12,7 +25,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-__all__ = ["MLPModel", "ConvModel", "build_model"]
+__all__ = ["MLPModel", "ConvModel", "build_model", "RunningMeanStd", "PopArtValue", "ActorCriticModel"]
 
 
 def _init(layer: nn.Module, gain: float) -> nn.Module:
@@ -24,51 +37,161 @@ def _init(layer: nn.Module, gain: float) -> nn.Module:
     return layer
 
 
-class MLPModel(nn.Module):
-    """Flattened observation -> shared tanh MLP trunk -> policy and value heads."""
+class RunningMeanStd(nn.Module):
+    """Running mean and variance of a stream of ``[N, *shape]`` batches (parallel merge, as buffers)."""
 
-    def __init__(self, obs_shape: Sequence[int], num_actions: int, hidden: Sequence[int] = (128, 128)) -> None:
+    def __init__(self, shape: Sequence[int] = (), clip: float = 10.0, eps: float = 1e-8) -> None:
         super().__init__()
-        layers: list[nn.Module] = [nn.Flatten()]
-        width = int(math.prod(obs_shape))
-        for h in hidden:
-            layers += [_init(nn.Linear(width, h), math.sqrt(2)), nn.Tanh()]
-            width = h
-        self.trunk = nn.Sequential(*layers)
-        self.pi = _init(nn.Linear(width, num_actions), 0.01)
-        self.vf = _init(nn.Linear(width, 1), 1.0)
+        self.clip, self.eps = clip, eps
+        self.register_buffer("mean", torch.zeros(tuple(shape)))
+        self.register_buffer("var", torch.ones(tuple(shape)))
+        self.register_buffer("count", torch.tensor(1e-4))
+
+    @torch.no_grad()
+    def update(self, x: torch.Tensor) -> None:
+        """Merge the batch ``x`` (first dimension: rows) into the statistics."""
+        x = x.to(self.mean.dtype)
+        n = torch.tensor(float(x.shape[0]), device=x.device)
+        mean, var = x.mean(0), x.var(0, unbiased=False)
+        delta, total = mean - self.mean, self.count + n
+        m2 = self.var * self.count + var * n + delta.pow(2) * self.count * n / total
+        self.mean.add_(delta * n / total)
+        self.var.copy_(m2 / total)
+        self.count.copy_(total)
+
+    @property
+    def std(self) -> torch.Tensor:
+        """Standard deviation (``sqrt(var + eps)``)."""
+        return torch.sqrt(self.var + self.eps)
+
+    def normalize(self, x: torch.Tensor) -> torch.Tensor:
+        """``(x - mean) / std``, clipped to ``[-clip, clip]``."""
+        return ((x - self.mean) / self.std).clamp(-self.clip, self.clip)
+
+
+class PopArtValue(RunningMeanStd):
+    """Running statistics of value targets that rescale the value head they feed (PopArt's "preserve outputs")."""
+
+    def __init__(self) -> None:
+        super().__init__((), clip=math.inf, eps=1e-4)
+
+    @torch.no_grad()
+    def update_preserving(self, targets: torch.Tensor, head: nn.Linear) -> None:
+        """Merge ``targets`` into the statistics and rescale ``head`` so ``denormalize(head(z))`` is unchanged."""
+        old_mean, old_std = self.mean.clone(), self.std.clone()
+        self.update(targets)
+        head.weight.mul_(old_std / self.std)
+        head.bias.mul_(old_std).add_(old_mean - self.mean).div_(self.std)
+
+    def denormalize(self, v: torch.Tensor) -> torch.Tensor:
+        """A standardised value back in return units."""
+        return v * self.std + self.mean
+
+
+class ActorCriticModel(nn.Module):
+    """What every actor-critic model shares: observation and value normalisers, the Gaussian log-std.
+
+    Subclasses define ``body(obs) -> (policy_out [B, A or D], value_out [B])`` and own
+    ``self.vf`` (the value head's last ``nn.Linear``).
+    """
+
+    def _setup(self, obs_shape: Sequence[int], num_actions: int, continuous: bool, normalize_obs: bool,
+               normalize_values: bool, init_log_std: float) -> None:
+        self.obs_norm = RunningMeanStd(tuple(obs_shape)) if normalize_obs else None
+        self.value_norm = PopArtValue() if normalize_values else None
+        self.log_std = nn.Parameter(torch.full((num_actions,), float(init_log_std))) if continuous else None
+
+    def body(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Policy output and (standardised, if ``normalize_values``) value for normalised observations."""
+        raise NotImplementedError
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Logits ``[B, A]`` and values ``[B]``."""
+        """Distribution inputs (logits ``[B, A]``, or means and log-stds ``[B, 2D]``) and values ``[B]``."""
+        if self.obs_norm is not None:
+            obs = self.obs_norm.normalize(obs)
+        pi, value = self.body(obs)
+        if self.log_std is not None:
+            pi = torch.cat([pi, self.log_std.expand_as(pi)], dim=-1)
+        if self.value_norm is not None:
+            value = self.value_norm.denormalize(value)
+        return pi, value
+
+    def value_scale(self) -> float:
+        """What value errors are divided by in the loss: the running return std (1 without ``normalize_values``)."""
+        return 1.0 if self.value_norm is None else float(self.value_norm.std)
+
+
+def _mlp(width: int, hidden: Sequence[int]) -> tuple[nn.Sequential, int]:
+    layers: list[nn.Module] = [nn.Flatten()]
+    for h in hidden:
+        layers += [_init(nn.Linear(width, h), math.sqrt(2)), nn.Tanh()]
+        width = h
+    return nn.Sequential(*layers), width
+
+
+class MLPModel(ActorCriticModel):
+    """Flattened observation -> tanh MLP trunk (shared, or one per head) -> policy and value heads."""
+
+    def __init__(self, obs_shape: Sequence[int], num_actions: int, hidden: Sequence[int] = (128, 128),
+                 separate_networks: bool = False, continuous: bool = False, normalize_obs: bool = False,
+                 normalize_values: bool = False, init_log_std: float = 0.0) -> None:
+        super().__init__()
+        width_in = int(math.prod(obs_shape))
+        self.trunk, width = _mlp(width_in, hidden)
+        self.vf_trunk = _mlp(width_in, hidden)[0] if separate_networks else None
+        self.pi = _init(nn.Linear(width, num_actions), 0.01)
+        self.vf = _init(nn.Linear(width, 1), 1.0)
+        self._setup(obs_shape, num_actions, continuous, normalize_obs, normalize_values, init_log_std)
+
+    def body(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Policy output ``[B, A]`` and value ``[B]``."""
         z = self.trunk(obs)
-        return self.pi(z), self.vf(z).squeeze(-1)
+        zv = z if self.vf_trunk is None else self.vf_trunk(obs)
+        return self.pi(z), self.vf(zv).squeeze(-1)
 
 
-class ConvModel(nn.Module):
+class ConvModel(ActorCriticModel):
     """Board observations ``[H, W, C]`` (channels last, as PettingZoo gives them) -> two 3x3 convs -> heads."""
 
-    def __init__(self, obs_shape: Sequence[int], num_actions: int, channels: Sequence[int] = (32, 64), hidden: int = 128) -> None:
+    def __init__(self, obs_shape: Sequence[int], num_actions: int, channels: Sequence[int] = (32, 64), hidden: int = 128,
+                 separate_networks: bool = False, continuous: bool = False, normalize_obs: bool = False,
+                 normalize_values: bool = False, init_log_std: float = 0.0) -> None:
         super().__init__()
         if len(obs_shape) != 3:
             raise ValueError(f"ConvModel needs [H, W, C] observations, got shape {tuple(obs_shape)}")
+        self.convs, self.fc = self._tower(obs_shape, channels, hidden)
+        self.vf_convs, self.vf_fc = self._tower(obs_shape, channels, hidden) if separate_networks else (None, None)
+        self.pi = _init(nn.Linear(hidden, num_actions), 0.01)
+        self.vf = _init(nn.Linear(hidden, 1), 1.0)
+        self._setup(obs_shape, num_actions, continuous, normalize_obs, normalize_values, init_log_std)
+
+    @staticmethod
+    def _tower(obs_shape: Sequence[int], channels: Sequence[int], hidden: int) -> tuple[nn.Sequential, nn.Sequential]:
         h, w, c = obs_shape
         convs: list[nn.Module] = []
         for ch in channels:
             convs += [_init(nn.Conv2d(c, ch, 3, padding=1), math.sqrt(2)), nn.ReLU()]
             c = ch
-        self.convs = nn.Sequential(*convs, nn.Flatten())
-        self.fc = nn.Sequential(_init(nn.Linear(c * h * w, hidden), math.sqrt(2)), nn.ReLU())
-        self.pi = _init(nn.Linear(hidden, num_actions), 0.01)
-        self.vf = _init(nn.Linear(hidden, 1), 1.0)
+        return nn.Sequential(*convs, nn.Flatten()), nn.Sequential(_init(nn.Linear(c * h * w, hidden), math.sqrt(2)), nn.ReLU())
 
-    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Logits ``[B, A]`` and values ``[B]``."""
-        z = self.fc(self.convs(obs.permute(0, 3, 1, 2)))
-        return self.pi(z), self.vf(z).squeeze(-1)
+    def body(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Policy output ``[B, A]`` and value ``[B]``."""
+        x = obs.permute(0, 3, 1, 2)
+        z = self.fc(self.convs(x))
+        zv = z if self.vf_convs is None else self.vf_fc(self.vf_convs(x))
+        return self.pi(z), self.vf(zv).squeeze(-1)
 
 
 def build_model(kind: str, obs_shape: Sequence[int], num_actions: int, **kwargs) -> nn.Module:
-    """``kind`` is ``"mlp"``, ``"conv"`` or ``"auto"`` (conv for ``[H, W, C]`` boards, else mlp)."""
+    """``kind`` is ``"mlp"``, ``"conv"`` or ``"auto"`` (conv for ``[H, W, C]`` boards, else mlp);
+    ``kwargs`` go to the model (``hidden``, ``separate_networks``, ``normalize_obs``, ...)."""
+    from league.algos.symmetry import symmetrize  # the wrapper is built on these models
+
+    symmetry = kwargs.pop("symmetry", None)
+    return symmetrize(_build_base_model(kind, obs_shape, num_actions, **kwargs), symmetry, obs_shape, num_actions)
+
+
+def _build_base_model(kind: str, obs_shape: Sequence[int], num_actions: int, **kwargs) -> nn.Module:
     if kind == "auto":
         kind = "conv" if len(obs_shape) == 3 else "mlp"
     if kind == "mlp":
@@ -76,3 +199,14 @@ def build_model(kind: str, obs_shape: Sequence[int], num_actions: int, **kwargs)
     if kind == "conv":
         return ConvModel(obs_shape, num_actions, **kwargs)
     raise ValueError(f"unknown model kind '{kind}' (known: auto, mlp, conv)")
+
+
+@torch.no_grad()
+def update_normalizers(model: nn.Module, obs: torch.Tensor | None = None, value_targets: torch.Tensor | None = None) -> None:
+    """Learner side, before an update: merge a batch's observations and value targets into
+    ``model``'s running statistics (a no-op for statistics the model does not keep)."""
+    obs_norm, value_norm = getattr(model, "obs_norm", None), getattr(model, "value_norm", None)
+    if obs_norm is not None and obs is not None:
+        obs_norm.update(obs)
+    if value_norm is not None and value_targets is not None:
+        value_norm.update_preserving(value_targets, model.vf)

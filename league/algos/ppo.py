@@ -25,15 +25,15 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
-from league.algos.actor_critic import GAEActorCritic
+from league.algos.actor_critic import VALUE_SCALE, ActorCriticOptions, GAEActorCritic
 from league.learn.algorithm import PolicyState, batch_to_tensors
-from league.algos.distributions import entropy, log_prob, masked_log_probs
+from league.algos.distributions import ActionDist, Categorical
 from league.algos.schedules import LinearSchedule
 from league.algos.sgd import check_max_policy_lag, check_minibatch_size, minibatch_sgd
 from league.batch import Columns as C
@@ -47,8 +47,8 @@ __all__ = ["PPOConfig", "PPO", "ppo_loss_terms", "PPO_STATS", "PPO_INPUTS"]
 
 
 @dataclass
-class PPOConfig:
-    """PPO hyperparameters (defaults suit small board games)."""
+class PPOConfig(ActorCriticOptions):
+    """PPO hyperparameters (defaults suit small board games; model and scale options: :class:`ActorCriticOptions`)."""
 
     lr: float = 3e-4
     # Linear learning-rate annealing from ``lr`` to ``lr_final`` over ``lr_anneal_updates``
@@ -68,10 +68,9 @@ class PPOConfig:
     standardize_advantages: bool = True
     # Train on rows produced by weights at most this many updates old (0: on-policy).
     max_policy_lag: int = 0
-    model: str = "auto"
-    model_kwargs: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        self.check_options("ppo")
         for name in ("lr", "num_epochs", "minibatch_size", "train_batch_size", "max_grad_norm"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"ppo.{name} must be positive, got {getattr(self, name)}")
@@ -91,29 +90,36 @@ PPO_INPUTS = (C.OBS, C.ACTIONS, C.ACTION_MASK, C.ACTION_LOGP, C.VF_PREDS, C.ADVA
 
 
 def ppo_loss_terms(
-    cfg: PPOConfig, model: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]], mb: dict[str, torch.Tensor]
+    cfg: PPOConfig,
+    model: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]],
+    mb: dict[str, torch.Tensor],
+    dist: ActionDist = Categorical(),
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The PPO loss on one minibatch and its :data:`PPO_STATS` as one detached tensor.
 
     Free of ``.item()`` and data-dependent control flow, so the stacked learner can
-    ``vmap`` it over K policies (``model`` is then a functional call).
+    ``vmap`` it over K policies (``model`` is then a functional call). Value errors are
+    measured in units of ``mb["value_scale"]`` when the batch has it (value normalisation).
     """
     adv = mb[C.ADVANTAGES]
     if cfg.standardize_advantages and adv.shape[0] > 1:
         adv = (adv - adv.mean()) / (adv.std() + 1e-8)
 
-    logits, values = model(mb[C.OBS])
-    log_probs = masked_log_probs(logits, mb[C.ACTION_MASK])
-    log_ratio = log_prob(log_probs, mb[C.ACTIONS]) - mb[C.ACTION_LOGP]
+    dist_inputs, values = model(mb[C.OBS])
+    logp, ent = dist.logp_entropy(dist_inputs, mb)
+    log_ratio = logp - mb[C.ACTION_LOGP]
     ratio = log_ratio.exp()
 
     pg_loss = -torch.min(ratio * adv, ratio.clamp(1 - cfg.clip_param, 1 + cfg.clip_param) * adv).mean()
-    vf_err = (values - mb[C.VALUE_TARGETS]).pow(2)
+    targets, old_values = mb[C.VALUE_TARGETS], mb[C.VF_PREDS]
+    if VALUE_SCALE in mb:  # errors in standardised units (normalize_values)
+        values, targets, old_values = values / mb[VALUE_SCALE], targets / mb[VALUE_SCALE], old_values / mb[VALUE_SCALE]
+    vf_err = (values - targets).pow(2)
     if cfg.vf_clip_param is not None:
-        clipped = mb[C.VF_PREDS] + (values - mb[C.VF_PREDS]).clamp(-cfg.vf_clip_param, cfg.vf_clip_param)
-        vf_err = torch.max(vf_err, (clipped - mb[C.VALUE_TARGETS]).pow(2))
+        clipped = old_values + (values - old_values).clamp(-cfg.vf_clip_param, cfg.vf_clip_param)
+        vf_err = torch.max(vf_err, (clipped - targets).pow(2))
     vf_loss = 0.5 * vf_err.mean()
-    ent = entropy(log_probs).mean()
+    ent = ent.mean()
     loss = pg_loss + cfg.vf_coef * vf_loss - cfg.entropy_coef * ent
 
     with torch.no_grad():
@@ -124,7 +130,7 @@ def ppo_loss_terms(
 
 
 class PPO(GAEActorCritic):
-    """PPO for discrete (optionally masked) actions; GAE on the sampler (:class:`GAEActorCritic`)."""
+    """PPO for discrete (optionally masked) or Box actions; GAE on the sampler (:class:`GAEActorCritic`)."""
 
     name = "ppo"
     config_class = PPOConfig
@@ -133,14 +139,15 @@ class PPO(GAEActorCritic):
         """``num_epochs`` passes of shuffled minibatch SGD on the clipped PPO loss."""
         cfg = self.config
         self._anneal_lr(state)
-        t = batch_to_tensors(batch, list(PPO_INPUTS), next(state.model.parameters()).device)
+        t = batch_to_tensors(batch, self.loss_inputs(*PPO_INPUTS), next(state.model.parameters()).device)
+        self.prepare(state.model, t)
         return minibatch_sgd(
             self.loss, state, t, len(batch), cfg.num_epochs, cfg.minibatch_size, cfg.max_grad_norm, "PPO"
         )
 
     def loss(self, model: nn.Module, mb: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, float]]:
         """Clipped surrogate + (clipped) value loss - entropy bonus on one minibatch."""
-        loss, stats = ppo_loss_terms(self.config, model, mb)
+        loss, stats = ppo_loss_terms(self.config, model, mb, self.dist)
         return loss, {name: float(v) for name, v in zip(PPO_STATS, stats.tolist())}
 
     def _anneal_lr(self, state: PolicyState) -> None:
@@ -150,8 +157,12 @@ class PPO(GAEActorCritic):
             for group in state.optimizer.param_groups:
                 group["lr"] = lr
 
-    def stack_key(self) -> Hashable:
-        """PPO policies whose configs agree on everything but ``lr`` can share one stacked update."""
+    def stack_key(self) -> Hashable | None:
+        """PPO policies whose configs agree on everything but ``lr`` can share one stacked update
+        (never with running normalisers or Box actions: the stacked update keeps neither)."""
+        cfg = self.config
+        if cfg.normalize_obs or cfg.normalize_values or self.agent_spec.continuous:
+            return None
         values = dataclasses.asdict(self.config)
         values.pop("lr")
         return repr(sorted(values.items()))

@@ -1,4 +1,4 @@
-"""Inference policy for actor-critic models: masked categorical sampling, one forward per batch."""
+"""Inference policy for actor-critic models: masked categorical or Gaussian sampling, one forward per batch."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from league.algos.distributions import MASKED_LOGIT, log_prob, masked_logits
+from league.algos.distributions import MASKED_LOGIT, ActionDist, Categorical, masked_logits
 from league.policy import Policy
 
 # masked_logits and MASKED_LOGIT are defined in league.algos.distributions and re-exported here
@@ -15,28 +15,27 @@ __all__ = ["ActorCriticPolicy", "masked_logits", "MASKED_LOGIT"]
 
 
 class ActorCriticPolicy(Policy):
-    """Runs a ``(logits, value)`` model on CPU for samplers and evaluators."""
+    """Runs a ``(dist_inputs, value)`` model on CPU for samplers and evaluators.
 
-    def __init__(self, model: nn.Module, learns: bool = True, seed: int | None = None) -> None:
+    ``dist`` is the agent's action distribution (masked categorical by default; a
+    :class:`~league.algos.distributions.DiagGaussian` for Box actions, whose masks are ignored).
+    """
+
+    def __init__(self, model: nn.Module, dist: ActionDist | None = None, learns: bool = True, seed: int | None = None) -> None:
         self.model = model.eval()
+        self.dist = dist if dist is not None else Categorical()
         self.learns = learns
         self._gen = torch.Generator().manual_seed(seed if seed is not None else torch.seed() % 2**63)
 
     def compute_actions(
         self, obs: np.ndarray, action_mask: np.ndarray, explore: bool = True
     ) -> dict[str, np.ndarray]:
-        """Sample (or argmax) among legal actions; returns actions, action_logp, vf_preds."""
+        """Sample (or take the mode of) actions; returns actions, action_logp, vf_preds
+        (and ``actions_raw``, the unsquashed sample, for Box actions)."""
         with torch.inference_mode():
-            logits, values = self.model(torch.from_numpy(obs))
-            logits = masked_logits(logits, torch.from_numpy(action_mask))
-            if explore:
-                # Gumbel-max: one vectorised draw per row, exact categorical sampling.
-                u = torch.rand(logits.shape, generator=self._gen).clamp_(1e-12, 1.0)
-                actions = torch.argmax(logits - torch.log(-torch.log(u)), dim=-1)
-            else:
-                actions = torch.argmax(logits, dim=-1)
-            logp = log_prob(torch.log_softmax(logits, dim=-1), actions)
-        return {"actions": actions.numpy(), "action_logp": logp.numpy(), "vf_preds": values.numpy()}
+            inputs, values = self.model(torch.from_numpy(obs))
+            out = self.dist.sample(inputs, torch.from_numpy(action_mask), self._gen, explore)
+        return {**{k: v.numpy() for k, v in out.items()}, "vf_preds": values.numpy()}
 
     def action_probabilities(self, obs: np.ndarray, action_mask: np.ndarray) -> np.ndarray:
         """``float64[B, A]``: softmax of the masked logits (what ``explore=True`` samples).

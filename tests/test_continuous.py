@@ -1,0 +1,186 @@
+"""Box action spaces (diagonal Gaussian, clipped or tanh-squashed), value and observation normalisation,
+separate policy/value networks, and continuous-action runs of PPO, A2C and IMPALA/APPO."""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from torch import distributions as D
+
+from league.algos import make_algorithm
+from league.algos.actor_critic import VALUE_SCALE
+from league.algos.distributions import ACTIONS_RAW, Categorical, DiagGaussian, action_dist
+from league.algos.models import MLPModel, PopArtValue, RunningMeanStd, update_normalizers
+from league.batch import Columns as C
+from league.config import parse_run_config
+from league.envs import make_env
+from league.envs.base import AgentSpec
+from league.trainer import Trainer
+
+LOW, HIGH = (-2.0, 0.0, -1.0), (2.0, 1.0, 3.0)
+BOX = AgentSpec(obs_shape=(4,), num_actions=3, has_action_mask=False, action_low=LOW, action_high=HIGH)
+
+
+def _inputs(batch: int = 7, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    gen = torch.Generator().manual_seed(seed)
+    inputs = torch.cat([torch.randn(batch, 3, generator=gen) * 2, torch.randn(batch, 3, generator=gen) * 0.5], dim=-1)
+    raw = torch.randn(batch, 3, generator=gen) * 3
+    return inputs, raw
+
+
+def test_clip_log_prob_and_entropy_are_the_gaussians():
+    inputs, raw = _inputs()
+    mean, log_std = inputs.chunk(2, -1)
+    ref = D.Independent(D.Normal(mean, log_std.exp()), 1)
+    dist = DiagGaussian(LOW, HIGH, "clip")
+    torch.testing.assert_close(dist.log_prob(inputs, raw), ref.log_prob(raw))
+    torch.testing.assert_close(dist.entropy(inputs), ref.entropy())
+    logp, ent = dist.logp_entropy(inputs, {ACTIONS_RAW: raw})
+    torch.testing.assert_close(logp, ref.log_prob(raw))
+
+
+def test_tanh_log_prob_is_the_density_of_the_squashed_action():
+    inputs, raw = _inputs(seed=1)
+    raw = raw.clamp(-4, 4)  # torch's TanhTransform inverts the action: keep atanh well conditioned
+    mean, log_std = inputs.chunk(2, -1)
+    low, high = torch.tensor(LOW), torch.tensor(HIGH)
+    ref = D.Independent(D.TransformedDistribution(
+        D.Normal(mean, log_std.exp()), [D.TanhTransform(), D.AffineTransform((low + high) / 2, (high - low) / 2)]), 1)
+    dist = DiagGaussian(LOW, HIGH, "tanh")
+    action = dist.to_env(raw)
+    torch.testing.assert_close(dist.log_prob(inputs, raw), ref.log_prob(action), rtol=1e-4, atol=1e-3)
+    torch.testing.assert_close(dist.entropy(inputs), D.Independent(D.Normal(mean, log_std.exp()), 1).entropy())
+
+
+@pytest.mark.parametrize("squash", ["clip", "tanh"])
+def test_sampled_actions_stay_inside_the_bounds(squash):
+    dist = DiagGaussian(LOW, HIGH, squash)
+    inputs = torch.cat([torch.randn(500, 3) * 20, torch.full((500, 3), 1.5)], dim=-1)  # far outside, wide
+    gen = torch.Generator().manual_seed(0)
+    for explore in (True, False):
+        out = dist.sample(inputs, None, gen, explore)
+        a = out["actions"]
+        assert (a >= torch.tensor(LOW)).all() and (a <= torch.tensor(HIGH)).all()
+        assert torch.isfinite(out["action_logp"]).all()
+        torch.testing.assert_close(out["action_logp"], dist.log_prob(inputs, out[ACTIONS_RAW]))
+
+
+def test_infinite_bounds_need_clip_and_then_pass_through():
+    with pytest.raises(ValueError, match="finite action bounds"):
+        DiagGaussian((-math.inf,), (math.inf,), "tanh")
+    with pytest.raises(ValueError, match="squash must be one of"):
+        DiagGaussian((-1.0,), (1.0,), "sigmoid")
+    raw = torch.tensor([[-50.0], [50.0]])
+    assert torch.equal(DiagGaussian((-math.inf,), (math.inf,), "clip").to_env(raw), raw)
+    with pytest.raises(ValueError, match="squash"):
+        make_algorithm("ppo", BOX, {"squash": "sigmoid"})
+
+
+def test_action_dist_follows_the_spec():
+    assert isinstance(action_dist(AgentSpec((4,), 3, False)), Categorical)
+    assert isinstance(action_dist(BOX, "tanh"), DiagGaussian)
+
+
+def test_running_mean_std_matches_numpy_over_batches():
+    rms = RunningMeanStd((2,))
+    rng = np.random.default_rng(0)
+    chunks = [rng.normal(3, 5, size=(n, 2)) for n in (10, 1, 50, 7)]
+    for chunk in chunks:
+        rms.update(torch.tensor(chunk, dtype=torch.float32))
+    both = np.concatenate(chunks)
+    np.testing.assert_allclose(rms.mean.numpy(), both.mean(0), rtol=1e-3)
+    np.testing.assert_allclose(rms.var.numpy(), both.var(0), rtol=1e-3)
+
+
+def test_popart_update_preserves_the_value_output_and_round_trips():
+    model = MLPModel((4,), 2, hidden=(8,), normalize_values=True)
+    obs = torch.randn(16, 4)
+    before = model(obs)[1].detach().clone()
+    update_normalizers(model, obs, torch.randn(64) * 100 + 500)  # returns of a large scale
+    torch.testing.assert_close(model(obs)[1], before, rtol=1e-4, atol=1e-3)
+    assert model.value_scale() == pytest.approx(100, rel=0.3)
+    norm = PopArtValue()
+    norm.update(torch.tensor([10.0, 20.0, 30.0]))
+    x = torch.tensor([1.0, -2.0])
+    torch.testing.assert_close((norm.denormalize(x) - norm.mean) / norm.std, x)
+
+
+def test_observation_normalisation_travels_with_the_weights():
+    algo = make_algorithm("ppo", BOX, {"normalize_obs": True})
+    model = algo.make_model()
+    t = {C.OBS: torch.randn(32, 4) * 10 + 3}
+    algo.prepare(model, t)
+    assert VALUE_SCALE in t and torch.all(t[VALUE_SCALE] == 1.0)
+    policy = algo.make_policy(seed=0)
+    policy.set_weights({k: v.numpy() for k, v in model.state_dict().items()})
+    assert np.allclose(policy.model.obs_norm.mean.numpy(), model.obs_norm.mean.numpy())
+    assert not np.allclose(policy.model.obs_norm.mean.numpy(), 0.0)
+
+
+def test_separate_networks_keep_the_value_loss_off_the_policy_trunk():
+    for separate in (False, True):
+        model = MLPModel((4,), 2, hidden=(8,), separate_networks=separate)
+        _, value = model(torch.randn(5, 4))
+        value.pow(2).mean().backward()
+        touched = model.trunk[1].weight.grad is not None and model.trunk[1].weight.grad.abs().sum() > 0
+        assert touched != separate
+
+
+def test_box_env_adapter_takes_float_actions_and_reports_bounds():
+    env = make_env("gymnasium:Pendulum-v1")
+    spec = env.spec("agent_0")
+    assert spec.continuous and spec.num_actions == 1 and spec.action_low == (-2.0,) and spec.action_high == (2.0,)
+    ts = env.reset(seed=0)
+    assert ts.masks["agent_0"].tolist() == [1]
+    ts = env.step({"agent_0": np.array([0.5], dtype=np.float32)})
+    assert "agent_0" in ts.rewards
+    env.close()
+
+
+def test_stacked_updates_refuse_what_they_cannot_keep():
+    assert make_algorithm("ppo", BOX, {}).stack_key() is None
+    discrete = AgentSpec((4,), 3, False)
+    assert make_algorithm("ppo", discrete, {}).stack_key() is not None
+    assert make_algorithm("ppo", discrete, {"normalize_values": True}).stack_key() is None
+
+
+def _continuous_values(algo: str, params: dict[str, Any], env: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "env": {"name": env, "kwargs": kwargs},
+        "algo": {"name": algo, "params": params},
+        "league": {"recipe": "selfplay", "snapshot_steps": 150, "max_snapshots": 2, "fixed_opponents": {}},
+        "sampler": {"num_samplers": 1, "num_envs": 4, "fragment_length": 16, "remote": False},
+        "iteration": {"min_env_steps": 64},
+        "eval": {"interval": 0},
+        "stop": {"iterations": 5, "time_s": 0, "env_steps": 0},
+        "checkpoint": {"interval": 3, "keep_last": 2},
+        "logging": {"tensorboard": False},
+        "verbose": False,
+    }
+
+
+ON_POLICY = {
+    "ppo": {"train_batch_size": 128, "minibatch_size": 64, "num_epochs": 1, "normalize_values": True, "normalize_obs": True},
+    "a2c": {"train_batch_size": 128, "separate_networks": True, "squash": "tanh"},
+    "impala": {"train_batch_size": 128, "normalize_values": True},
+    "appo": {"train_batch_size": 128, "minibatch_size": 64, "squash": "tanh"},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("algo", sorted(ON_POLICY))
+def test_actor_critic_algorithms_train_on_a_continuous_multi_agent_env(algo):
+    """mpe2 simple_spread with Box actions: three agents, parameter sharing, snapshots taken."""
+    pytest.importorskip("mpe2")
+    values = _continuous_values(algo, ON_POLICY[algo], "mpe2.simple_spread_v3", {"continuous_actions": True, "max_cycles": 25})
+    trainer = Trainer(parse_run_config(values), tempfile.mkdtemp())
+    try:
+        summary = trainer.train()
+    finally:
+        trainer.close()
+    assert summary["iterations"] == 5 and summary["snapshots"]
+    assert any(k.startswith("main/") and k.endswith("entropy") for k in trainer.history[-1])
