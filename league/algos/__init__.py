@@ -9,6 +9,7 @@ from league.learn.algorithm import Algorithm, PolicyState
 from league.algos.dqn import DQN, DQNConfig
 from league.algos.impala import APPO, IMPALA, APPOConfig, IMPALAConfig
 from league.algos.ppo import PPO, PPOConfig
+from league.algos.sac import SAC, SACConfig
 from league.envs.base import AgentSpec
 
 __all__ = [
@@ -24,12 +25,14 @@ __all__ = [
     "APPOConfig",
     "DQN",
     "DQNConfig",
+    "SAC",
+    "SACConfig",
     "ALGORITHMS",
     "make_algorithm",
 ]
 
 #: Registered algorithms by name.
-ALGORITHMS: dict[str, type[Algorithm]] = {cls.name: cls for cls in (PPO, A2C, IMPALA, APPO, DQN)}
+ALGORITHMS: dict[str, type[Algorithm]] = {cls.name: cls for cls in (PPO, A2C, IMPALA, APPO, DQN, SAC)}
 
 
 def make_algorithm(name: str, agent_spec: AgentSpec, config: dict[str, Any] | None = None) -> Algorithm:

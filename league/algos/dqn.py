@@ -32,37 +32,30 @@ the learner itself (the plan trains through :class:`~league.learn.staleness.Fres
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
 
-from league.learn.algorithm import Algorithm, PolicyState, add_version_buffer, batch_to_tensors
+from league.learn.algorithm import PolicyState, add_version_buffer, batch_to_tensors
+from league.algos.off_policy import TARGET_MODEL, TD_ERROR, ReplayAlgorithm
 from league.algos.q_models import build_q_model, masked_argmax
 from league.algos.q_policy import EpsilonGreedyQPolicy
 from league.algos.schedules import LinearSchedule, Schedule
 from league.batch import Columns as C
 from league.batch import SampleBatch
+from league.envs.base import AgentSpec
 from league.flow.replay_ops import CountTrainSteps, IntensityGatedReplay, UpdatePriorities
-from league.replay import DISCOUNTS, N_STEP_RETURNS, NEXT_ACTION_MASK, MultiAgentReplayBuffer, NStepWriter
-from league.replay import PrioritizedSampler, ReplayBuffer, RingStorage, UniformSampler, n_step_transitions
-from league.sampling.versioning import WEIGHTS_VERSION
-
-if TYPE_CHECKING:
-    from league.flow.iterators import LocalIterator
-    from league.runtime.faces import LearnerHandle
+from league.replay import DISCOUNTS, N_STEP_RETURNS, NEXT_ACTION_MASK, n_step_transitions
 
 # The replay operators and n_step_transitions moved to league.flow.replay_ops and
 # league.replay; their names stay importable from here.
-__all__ = ["DQNConfig", "DQN", "n_step_transitions", "IntensityGatedReplay", "UpdatePriorities", "CountTrainSteps"]
-
-TARGET_MODEL = "target_model"
-TD_ERROR = "td_error"
+__all__ = ["DQNConfig", "DQN", "n_step_transitions", "IntensityGatedReplay", "UpdatePriorities", "CountTrainSteps",
+           "TARGET_MODEL", "TD_ERROR"]
 
 
 @dataclass
@@ -121,11 +114,19 @@ class DQNConfig:
             raise ValueError(f"dqn.max_grad_norm must be positive or None, got {self.max_grad_norm}")
 
 
-class DQN(Algorithm):
-    """Double, dueling, n-step, prioritized DQN for discrete (optionally masked) actions."""
+class DQN(ReplayAlgorithm):
+    """Double, dueling, n-step, prioritized DQN for discrete (optionally masked) actions.
+
+    Transitions, target network and replay plan: :class:`~league.algos.off_policy.ReplayAlgorithm`.
+    """
 
     name = "dqn"
     config_class = DQNConfig
+
+    def __init__(self, agent_spec: AgentSpec, config: Mapping[str, Any] | None = None) -> None:
+        super().__init__(agent_spec, config)
+        if agent_spec.continuous:
+            raise ValueError(f"dqn needs a Discrete action space; this agent's is a Box of {agent_spec.num_actions} dimensions (use sac or ppo)")
 
     # Sampler side ---------------------------------------------------------------
     def make_model(self) -> nn.Module:
@@ -142,36 +143,7 @@ class DQN(Algorithm):
         """Sampler-side masked epsilon-greedy policy (see :mod:`league.algos.q_policy`)."""
         return EpsilonGreedyQPolicy(self.make_model(), self.epsilon_schedule(), learns=learns, seed=seed)
 
-    def postprocess_trajectory(self, traj: SampleBatch, next_step: Mapping[str, np.ndarray] | None) -> SampleBatch:
-        """Adds each row's successor state, ``next_obs`` and ``next_action_mask`` (zeros and
-        ones after termination): the one-step transitions the replay buffer's
-        :class:`~league.replay.NStepWriter` turns into n-step ones."""
-        next_obs = None if next_step is None else next_step[C.OBS]
-        next_mask = None if next_step is None else next_step.get(C.ACTION_MASK)
-        columns = n_step_transitions(traj[C.OBS], traj[C.ACTION_MASK], traj[C.REWARDS], next_obs, next_mask, 1, 1.0)
-        traj[C.NEXT_OBS] = columns[C.NEXT_OBS]
-        traj[NEXT_ACTION_MASK] = columns[NEXT_ACTION_MASK]
-        return traj
-
     # Learner side ---------------------------------------------------------------
-    def init_extra_state(self, model: nn.Module) -> dict[str, Any]:
-        """The target network: a frozen copy of ``model``."""
-        target = copy.deepcopy(model).eval()
-        target.requires_grad_(False)
-        return {TARGET_MODEL: target}
-
-    def update_target(self, state: PolicyState) -> None:
-        """``target <- tau * online + (1 - tau) * target`` (a plain copy when ``tau == 1``)."""
-        if state.frozen:  # frozen policies get no extra state: nothing to refresh
-            return
-        target, online = state.extra[TARGET_MODEL].state_dict(), state.model.state_dict()
-        with torch.no_grad():
-            for name, value in target.items():
-                if self.config.tau == 1.0 or not value.is_floating_point():
-                    value.copy_(online[name])
-                else:
-                    value.lerp_(online[name], self.config.tau)
-
     def learn(self, state: PolicyState, batch: SampleBatch) -> dict[str, Any]:
         """One gradient step on the (importance-weighted) TD loss of ``batch``.
 
@@ -231,49 +203,3 @@ class DQN(Algorithm):
                 "mean_abs_td_error": td_error.abs().mean().item(),
             }
         return loss, td_error.detach(), stats
-
-    # Plan ----------------------------------------------------------------------
-    def make_replay_buffer(self) -> MultiAgentReplayBuffer:
-        """Per-policy buffers of ``buffer_size`` rows: the C++ ring, a prioritized (``alpha``,
-        ``beta``) or uniform sampler, and an ``n_step``/``gamma`` :class:`~league.replay.NStepWriter`."""
-        cfg = self.config
-        sampler = PrioritizedSampler(cfg.alpha, cfg.beta) if cfg.prioritized_replay else UniformSampler()
-        composition = ReplayBuffer(RingStorage(cfg.buffer_size), sampler, NStepWriter(cfg.n_step, cfg.gamma))
-        return MultiAgentReplayBuffer(composition, seed=cfg.replay_seed)
-
-    def plan_fragment(
-        self, rollouts: LocalIterator, learner: LearnerHandle, policy_ids: list[str], buffer: MultiAgentReplayBuffer | None = None
-    ) -> LocalIterator:
-        """Store branch and replay branch, taking turns; outputs one item per training step::
-
-            [0] rollouts -> SelectExperiences -> StoreToReplayBuffer
-            [1] Replay -> TrainOneStep -> UpdatePriorities -> CountTrainSteps -> UpdateTargetNetwork
-
-        Each turn stores one rollout batch, then trains until ``training_intensity`` is met
-        (see :class:`IntensityGatedReplay`). ``buffer`` defaults to a new
-        :meth:`make_replay_buffer` (pass one to keep a handle on it).
-        """
-        from league.flow import Concurrently, Replay, SelectExperiences, StoreToReplayBuffer, TrainOneStep
-        from league.flow import UpdateTargetNetwork
-        from league.learn.staleness import FreshRowsLearner
-
-        cfg = self.config
-        buffer = self.make_replay_buffer() if buffer is None else buffer
-        beta = LinearSchedule(cfg.beta, cfg.beta_final, cfg.beta_steps) if cfg.prioritized_replay else None
-        replay_view = IntensityGatedReplay(
-            buffer, policy_ids, max(cfg.learning_starts, cfg.train_batch_size), cfg.training_intensity, beta,
-            learner=learner, version_column=WEIGHTS_VERSION,
-        )
-        store = rollouts.for_each(SelectExperiences(policy_ids)).for_each(StoreToReplayBuffer(replay_view))
-        replay = Replay(replay_view, cfg.train_batch_size).for_each(TrainOneStep(FreshRowsLearner(learner), policy_ids))
-        if cfg.prioritized_replay:
-            replay = replay.for_each(UpdatePriorities(buffer, policy_ids, cfg.priority_eps, stats_key=TD_ERROR))
-        # A counter of this fragment's own: plan-wide trained-step counters also count
-        # other policies' fragments when several run in one plan.
-        counter = f"num_train_steps[{','.join(policy_ids)}]"
-        replay = replay.for_each(CountTrainSteps(counter)).for_each(
-            UpdateTargetNetwork(learner, policy_ids, cfg.target_update_interval, counter=counter)
-        )
-        return Concurrently(
-            [store, replay], mode="round_robin", output_indexes=[1], round_robin_weights=[1, "*"], name="DQN"
-        )
