@@ -24,6 +24,32 @@ namespace boards {
 // What a move did: the game goes on, the mover won, or the board filled up (draw).
 enum Outcome : int8_t { kOngoing = 0, kMoverWins = 1, kDraw = 2 };
 
+// Observation planes from bitboards, a row at a time: a row of kCols cells is 2 * kCols
+// floats (mover, opponent interleaved), looked up for the row's bit pattern of each side
+// (mover in the even slots, opponent in the odd ones) and added. `stride` is how many
+// bits one board row takes (kCols, or more with padding bits that stay empty).
+template <int kRows, int kCols, int kStride>
+void write_planes(uint64_t mine, uint64_t theirs, float* obs) {
+  struct Tables {
+    float mine[1 << kCols][2 * kCols], theirs[1 << kCols][2 * kCols];
+    Tables() {
+      for (int bits = 0; bits < (1 << kCols); ++bits)
+        for (int c = 0; c < kCols; ++c) {
+          const float v = static_cast<float>((bits >> c) & 1);
+          mine[bits][2 * c] = theirs[bits][2 * c + 1] = v;
+          mine[bits][2 * c + 1] = theirs[bits][2 * c] = 0.0f;
+        }
+    }
+  };
+  static const Tables t;
+  constexpr uint64_t kRowBits = (uint64_t{1} << kCols) - 1;
+  for (int r = 0; r < kRows; ++r, obs += 2 * kCols) {
+    const float* a = t.mine[(mine >> (kStride * r)) & kRowBits];
+    const float* b = t.theirs[(theirs >> (kStride * r)) & kRowBits];
+    for (int j = 0; j < 2 * kCols; ++j) obs[j] = a[j] + b[j];
+  }
+}
+
 // Bitboard of one player: bit k is cell k (= action k), row r is bits 3r..3r+2.
 struct TicTacToe {
   static constexpr int kRows = 3, kCols = 3, kCells = 9, kActions = 9;
@@ -53,28 +79,7 @@ struct TicTacToe {
     if (win) return kMoverWins;
     return moves == kCells ? kDraw : kOngoing;
   }
-  struct Tables {  // a row's 6 floats (3 cells x 2 planes) per 3-bit pattern, as in ConnectFour
-    float mine[8][6], theirs[8][6];
-    Tables() {
-      for (int bits = 0; bits < 8; ++bits)
-        for (int c = 0; c < kCols; ++c) {
-          const float v = static_cast<float>((bits >> c) & 1);
-          mine[bits][2 * c] = v;
-          mine[bits][2 * c + 1] = 0.0f;
-          theirs[bits][2 * c] = 0.0f;
-          theirs[bits][2 * c + 1] = v;
-        }
-    }
-  };
-  void write_obs(float* obs) const {
-    static const Tables t;
-    const unsigned mine = pos[player], theirs = pos[player ^ 1];
-    for (int r = 0; r < kRows; ++r, obs += 6) {
-      const float* a = t.mine[(mine >> (3 * r)) & 7];
-      const float* b = t.theirs[(theirs >> (3 * r)) & 7];
-      for (int j = 0; j < 6; ++j) obs[j] = a[j] + b[j];
-    }
-  }
+  void write_obs(float* obs) const { write_planes<kRows, kCols, 3>(pos[player], pos[player ^ 1], obs); }
 };
 
 // Bitboard of one player: bit r * 8 + c is the cell in row r (0 at the top), column c.
@@ -119,30 +124,7 @@ struct ConnectFour {
     if (win) return kMoverWins;
     return moves == kCells ? kDraw : kOngoing;
   }
-  // Row r of the planes is 14 floats (7 cells x 2 planes): table rows for the 7-bit row
-  // patterns of the mover (even slots) and of the opponent (odd slots), added.
-  struct Tables {
-    float mine[128][14], theirs[128][14];
-    Tables() {
-      for (int bits = 0; bits < 128; ++bits)
-        for (int c = 0; c < kCols; ++c) {
-          const float v = static_cast<float>((bits >> c) & 1);
-          mine[bits][2 * c] = v;
-          mine[bits][2 * c + 1] = 0.0f;
-          theirs[bits][2 * c] = 0.0f;
-          theirs[bits][2 * c + 1] = v;
-        }
-    }
-  };
-  void write_obs(float* obs) const {
-    static const Tables t;
-    const uint64_t mine = pos[player], theirs = pos[player ^ 1];
-    for (int r = 0; r < kRows; ++r, obs += 14) {
-      const float* a = t.mine[(mine >> (8 * r)) & 0x7F];
-      const float* b = t.theirs[(theirs >> (8 * r)) & 0x7F];
-      for (int j = 0; j < 14; ++j) obs[j] = a[j] + b[j];
-    }
-  }
+  void write_obs(float* obs) const { write_planes<kRows, kCols, 8>(pos[player], pos[player ^ 1], obs); }
 };
 
 // N copies of game G stepped together. Every output row describes the copy's state

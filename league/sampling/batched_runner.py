@@ -24,7 +24,7 @@ from league.batch import Columns as C
 from league.batch import SampleBatch
 from league.envs.batched import BatchedMultiAgentEnv, BatchStep
 from league.policy import Policy, PolicyFactory
-from league.sampling.env_runner import MAX_EPISODE_STATS
+from league.sampling.env_runner import bound_episode_stats, episode_record
 from league.sampling.matchups import Matchup, MatchupSource
 from league.sampling.row_store import RowStore
 
@@ -216,17 +216,10 @@ class BatchedRunner:
         self._start_episode(i)
 
     def _record_stats(self, i: int) -> None:
-        policies = dict(self._matchup[i].policies)
         returns = dict(zip(self._agents, self._returns[i].tolist()))
-        best = max(returns.values())
-        winners = [a for a, r in returns.items() if r == best]
-        outcome = {a: ("draw" if len(winners) == len(returns) else "win" if a in winners else "loss") for a in returns}
-        if len(self.episode_stats) >= MAX_EPISODE_STATS:  # nobody pops them: keep memory bounded
-            del self.episode_stats[: len(self.episode_stats) // 2]
-            self.dropped_episode_stats += MAX_EPISODE_STATS - len(self.episode_stats)
+        self.dropped_episode_stats += bound_episode_stats(self.episode_stats)
         self.episode_stats.append(
-            {"episode_id": int(self._eps_id[i]), "length": int(self._length[i]), "returns": returns,
-             "policies": policies, "outcome": outcome}
+            episode_record(int(self._eps_id[i]), int(self._length[i]), returns, dict(self._matchup[i].policies))
         )
 
     # Output ---------------------------------------------------------------------

@@ -18,7 +18,7 @@ from league.policy import Policy, PolicyFactory
 from league.sampling.matchups import Matchup, MatchupSource
 from league.sampling.trajectory import AgentTrajectory
 
-__all__ = ["EnvRunner", "EnvFailure"]
+__all__ = ["EnvRunner", "EnvFailure", "episode_record", "bound_episode_stats"]
 
 #: Finished-episode stats a runner keeps until they are popped; beyond it the oldest half is dropped.
 MAX_EPISODE_STATS = 100_000

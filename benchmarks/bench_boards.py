@@ -1,0 +1,237 @@
+"""Board games in C++ (league.envs.boards) vs numpy vs PettingZoo, and the batched sampler.
+
+Figures (one JSON object per line, each with ``cores`` and ``load_avg_1m``: figures taken
+while other processes load the machine say so there):
+
+* ``env_only``: random legal moves on one core, for tic-tac-toe and connect four:
+  ``cpp`` (``BoardBatchedEnv``, N copies per call), ``numpy`` (a batched numpy
+  implementation written here, the issue's reference design: boards ``[N, cells]``,
+  vectorised win check over every line, the same float32 observation planes, int8 masks
+  and auto-reset) and ``pettingzoo`` (one env through the project's adapter, ``make_env``).
+  Actions of the batched ones come from the same vectorised random-legal-move draw
+  (``masked_uniform_actions``), counted in the time. ``speedup_vs_numpy`` pairs each cpp
+  round with the numpy round run right after it (median over rounds); target >= 5 on
+  connect four.
+* ``sampler``: ``Sampler.sample()`` on one core, PPO's MLP policy (configs/algo/ppo.yaml)
+  on both seats (self-play, both recorded), on the cpp backend (``BatchedRunner``) with
+  per-chunk postprocessing and with ``postprocess_segments`` (GAE over all chunks at
+  once: ``segment_gae``, through a benchmark factory that wraps PPO's), and the
+  PettingZoo backend (per-copy ``EnvRunner``) for reference. Target: >= 200k env steps/s
+  on connect four.
+
+Usage: ``python benchmarks/bench_boards.py [--seconds 1.0] [--rounds 3] [--quick]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from league.envs import make_env
+from league.envs.boards import BoardBatchedEnv
+from league.policy import masked_uniform_actions
+
+
+def _context() -> dict:
+    return {"cores": os.cpu_count(), "load_avg_1m": round(os.getloadavg()[0], 2)}
+
+
+def _rate(step: Callable[[], int], seconds: float) -> tuple[float, float]:
+    """(steps per wall second, steps per CPU second) of ``step`` run for about ``seconds``."""
+    step()  # warm-up
+    steps, t0, c0 = 0, time.perf_counter(), time.process_time()
+    while time.perf_counter() - t0 < seconds:
+        steps += step()
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return steps / wall, steps / max(cpu, 1e-9)
+
+
+# ----------------------------------------------------------------------------- numpy games
+class NumpyBoards:
+    """Batched tic-tac-toe / connect four in numpy with the C++ games' outputs."""
+
+    def __init__(self, game: str, n: int) -> None:
+        self.game, self.n = game, n
+        if game == "tictactoe":
+            self.rows, self.cols, self.actions = 3, 3, 9
+            lines = [(0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6)]
+        else:
+            self.rows, self.cols, self.actions = 6, 7, 7
+            lines = []
+            for r in range(6):
+                for c in range(7):
+                    for dr, dc in ((0, 1), (1, 0), (1, 1), (1, -1)):
+                        cells = [(r + k * dr, c + k * dc) for k in range(4)]
+                        if all(0 <= rr < 6 and 0 <= cc < 7 for rr, cc in cells):
+                            lines.append(tuple(rr * 7 + cc for rr, cc in cells))
+        self.lines = np.array(lines)
+        self.cells = self.rows * self.cols
+        self.board = np.zeros((n, self.cells), np.int8)
+        self.heights = np.zeros((n, self.cols), np.int64)
+        self.player = np.zeros(n, np.int8)
+        self.moves = np.zeros(n, np.int64)
+        self.idx = np.arange(n)
+
+    def observe(self) -> tuple[np.ndarray, np.ndarray]:
+        """Float32 planes of the player to move and int8 masks."""
+        mine = (self.player + 1)[:, None]
+        obs = np.stack([self.board == mine, (self.board != 0) & (self.board != mine)], axis=-1)
+        obs = obs.astype(np.float32).reshape(self.n, self.rows, self.cols, 2)
+        mask = (self.board == 0) if self.game == "tictactoe" else (self.heights < self.rows)
+        return obs, mask.astype(np.int8)
+
+    def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """One move per copy; returns obs, mask, rewards [N, 2], done."""
+        piece = self.player + 1
+        if self.game == "tictactoe":
+            cell = actions
+        else:
+            cell = (self.rows - 1 - self.heights[self.idx, actions]) * self.cols + actions
+            self.heights[self.idx, actions] += 1
+        self.board[self.idx, cell] = piece
+        self.moves += 1
+        win = (self.board[:, self.lines] == piece[:, None, None]).all(axis=2).any(axis=1)
+        done = win | (self.moves == self.cells)
+        rewards = np.zeros((self.n, 2), np.float32)
+        rewards[self.idx[win], self.player[win]] = 1.0
+        rewards[self.idx[win], 1 - self.player[win]] = -1.0
+        self.player = 1 - self.player
+        if done.any():
+            self.board[done] = 0
+            self.heights[done] = 0
+            self.player[done] = 0
+            self.moves[done] = 0
+        obs, mask = self.observe()
+        return obs, mask, rewards, done
+
+
+def env_only(game: str, n: int, seconds: float, rounds: int) -> list[dict]:
+    """cpp vs numpy (paired rounds) vs PettingZoo through the adapter."""
+    rng = np.random.default_rng(0)
+    cpp = BoardBatchedEnv(game, n)
+    masks = [cpp.reset().masks]
+
+    def cpp_step() -> int:  # moves drawn in C++ (BoardBatchedEnv.random_actions)
+        cpp.step(cpp.random_actions())
+        return n
+
+    def cpp_numpy_draw_step() -> int:  # moves drawn as for numpy: the same harness cost
+        masks[0] = cpp.step(masked_uniform_actions(masks[0], rng)).masks
+        return n
+
+    npy = NumpyBoards(game, n)
+    np_mask = [npy.observe()[1]]
+
+    def numpy_step() -> int:
+        np_mask[0] = npy.step(masked_uniform_actions(np_mask[0], rng))[1]
+        return n
+
+    pz = make_env(game, backend="pettingzoo")
+    state = [pz.reset(seed=0)]
+
+    def pz_step() -> int:
+        ts = state[0]
+        (agent,) = ts.obs
+        ts = pz.step({agent: int(masked_uniform_actions(ts.masks[agent][None], rng)[0])})
+        state[0] = pz.reset() if ts.done else ts
+        return 1
+
+    results, ratios, same_draw = {"cpp": [], "cpp_numpy_draw": [], "numpy": [], "pettingzoo": []}, [], []
+    for _ in range(rounds):
+        c, n_ = _rate(cpp_step, seconds), _rate(numpy_step, seconds)
+        results["cpp"].append(c)
+        results["numpy"].append(n_)
+        ratios.append(c[0] / n_[0])
+        results["cpp_numpy_draw"].append(_rate(cpp_numpy_draw_step, seconds))
+        same_draw.append(results["cpp_numpy_draw"][-1][0] / n_[0])
+        results["pettingzoo"].append(_rate(pz_step, seconds))
+    out = []
+    for impl, rates in results.items():
+        row = {"figure": "env_only", "game": game, "impl": impl, "num_envs": 1 if impl == "pettingzoo" else n,
+               "steps_per_s": round(statistics.median(r[0] for r in rates)),
+               "steps_per_cpu_s": round(statistics.median(r[1] for r in rates))}
+        if impl == "cpp_numpy_draw":
+            row["speedup_vs_numpy"] = round(statistics.median(same_draw), 2)
+        if impl == "cpp":
+            row["speedup_vs_numpy"] = round(statistics.median(ratios), 2)
+            row["speedup_vs_pettingzoo"] = round(row["steps_per_s"] / statistics.median(r[0] for r in results["pettingzoo"]), 1)
+            row["target_speedup_vs_numpy"] = 5.0 if game == "connect_four" else None
+        out.append({**row, **_context()})
+    return out
+
+
+# -------------------------------------------------------------------------------- sampler
+class SegmentGAE:
+    """A PPO factory that postprocesses all chunks of a fragment at once (``segment_gae``)."""
+
+    def __init__(self, factory) -> None:
+        self.factory = factory
+
+    def __getattr__(self, name):
+        return getattr(self.factory, name)
+
+    def make_policy(self, seed=None, learns=True):
+        """PPO's sampler policy."""
+        return self.factory.make_policy(seed=seed, learns=learns)
+
+    def postprocess_segments(self, batch, starts, next_steps):
+        """PPO's GAE columns for every chunk of ``batch``."""
+        from league.batch import Columns as C
+        from league.sampling.batched_runner import segment_gae
+
+        boot = np.array([0.0 if s is None else float(s[C.VF_PREDS][0]) for s in next_steps], np.float32)
+        cfg = self.factory.config
+        rewards = batch[C.REWARDS] * np.float32(getattr(cfg, "reward_scale", 1.0))
+        batch[C.ADVANTAGES], batch[C.VALUE_TARGETS] = segment_gae(rewards, batch[C.VF_PREDS], starts, boot, cfg.gamma, cfg.lam)
+        return batch
+
+
+def sampler(game: str, backend: str, segments: bool, num_envs: int, fragment: int, seconds: float) -> dict:
+    """Env steps/s of ``Sampler.sample()`` on one core."""
+    import torch
+
+    from league.algos import make_algorithm
+    from league.policy import RandomPolicyFactory
+    from league.sampling import FixedMatchups, Sampler
+
+    torch.set_num_threads(1)
+    env = make_env(game, backend="pettingzoo")
+    ppo = make_algorithm("ppo", env.spec(env.possible_agents[0]), {"model": "mlp"})
+    factory = SegmentGAE(ppo) if segments else ppo
+    s = Sampler(game, policies={"main": factory, "random": RandomPolicyFactory()}, frozen=("random",),
+                matchups=FixedMatchups({a: "main" for a in env.possible_agents}), num_envs=num_envs,
+                fragment_length=fragment, seed=0, env_backend=backend)
+    rate, per_cpu = _rate(lambda: s.sample().env_steps, seconds)
+    return {"figure": "sampler", "game": game, "backend": backend, "postprocess": "segments" if segments else "per_chunk",
+            "num_envs": num_envs, "fragment_length": fragment, "env_steps_per_s": round(rate),
+            "env_steps_per_cpu_s": round(per_cpu), "target_env_steps_per_s": 200_000 if game == "connect_four" else None,
+            **_context()}
+
+
+def main() -> None:
+    """Print every figure as a JSON line."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=1.0)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="fewer configurations")
+    args = parser.parse_args()
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    for game in ("connect_four", "tictactoe"):
+        for row in env_only(game, 1024, args.seconds, args.rounds):
+            print(json.dumps(row), flush=True)
+    grid = [(256, 64)] if args.quick else [(128, 64), (256, 64), (512, 32)]
+    for game in ("connect_four", "tictactoe"):
+        for num_envs, fragment in grid:
+            for segments in (True, False):
+                print(json.dumps(sampler(game, "cpp", segments, num_envs, fragment, args.seconds * 2)), flush=True)
+        print(json.dumps(sampler(game, "pettingzoo", False, 16, 64, args.seconds * 2)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
