@@ -169,3 +169,28 @@ def test_sampler_refuses_a_backend_the_env_lacks():
         Sampler("rps", policies={"main": RandomPolicyFactory()}, matchups=FixedMatchups({}), env_backend="cpp")
     with pytest.raises(ValueError, match="env.backend must be one of"):
         Sampler("tictactoe", policies={"main": RandomPolicyFactory()}, matchups=FixedMatchups({}), env_backend="jax")
+
+
+def test_a_parallel_env_behind_the_generic_wrapper_credits_both_seats():
+    """rps (both agents act every step) through VectorizedEnv: every episode's return lands
+    on each agent's own rows, and every agent's last row ends the episode."""
+    env = VectorizedEnv(lambda: make_env("rps", max_cycles=5), 6, "rps")
+    spec = env.agent_spec
+    from league.algos import make_algorithm
+
+    ppo = make_algorithm("ppo", spec, {"model": "mlp"})
+    runner = _runner(env, FixedMatchups({a: "main" for a in env.possible_agents}), factories={"main": ppo})
+    mb = _fragments(runner, 60, 20)["main"]
+    stats = {e["episode_id"]: e for e in runner.episode_stats}
+    checked = 0
+    for eps, ep in stats.items():
+        for k, agent in enumerate(env.possible_agents):
+            sel = (mb[C.EPS_ID] == eps) & (mb[C.AGENT_INDEX] == k)
+            if not sel.any():
+                continue
+            assert mb[C.REWARDS][sel].sum() == pytest.approx(ep["returns"][agent])
+            ended = mb[C.TERMINATEDS][sel] | mb[C.TRUNCATEDS][sel]
+            assert ended[-1] and not ended[:-1].any()
+            np.testing.assert_array_equal(mb[C.T][sel], np.arange(sel.sum()))
+            checked += 1
+    assert checked >= 20
