@@ -24,7 +24,7 @@ from league.batch import Columns as C
 from league.batch import SampleBatch
 from league.envs.batched import BatchedMultiAgentEnv, BatchStep
 from league.policy import Policy, PolicyFactory
-from league.sampling.env_runner import bound_episode_stats, episode_record
+from league.sampling.env_runner import bound_episode_stats, episode_record, final_step
 from league.sampling.matchups import Matchup, MatchupSource
 from league.sampling.row_store import RowStore
 
@@ -171,15 +171,8 @@ class BatchedRunner:
         if final_obs is None:  # cut without a final obs: bootstrap from the last state
             self._finals[row] = {k: v for k, v in self._store.outputs_of(row).items() if k != C.ACTIONS}
             return
-        n = self.env.agent_spec.num_actions
-        mask = np.ones((1, n), dtype=np.int8)
-        final_mask = bs.final_masks.get((i, a))
-        if final_mask is not None and np.any(final_mask):
-            mask = np.array(final_mask, dtype=np.int8).reshape(1, n)
         pid = self._pids[int(self._seat_policy[i, a])]
-        step = dict(self._policies[pid].compute_actions(final_obs[None], mask, explore=False))
-        step[C.OBS] = np.asarray(final_obs)[None]
-        step[C.ACTION_MASK] = mask
+        step = final_step(self._policies[pid], np.asarray(final_obs), bs.final_masks.get((i, a)), self.env.agent_spec.num_actions)
         self._finals[row] = step
 
     # Episodes -------------------------------------------------------------------

@@ -18,7 +18,7 @@ from league.policy import Policy, PolicyFactory
 from league.sampling.matchups import Matchup, MatchupSource
 from league.sampling.trajectory import AgentTrajectory
 
-__all__ = ["EnvRunner", "EnvFailure", "episode_record", "bound_episode_stats"]
+__all__ = ["EnvRunner", "EnvFailure", "episode_record", "bound_episode_stats", "final_step"]
 
 #: Finished-episode stats a runner keeps until they are popped; beyond it the oldest half is dropped.
 MAX_EPISODE_STATS = 100_000
@@ -39,6 +39,23 @@ def bound_episode_stats(stats: list[dict]) -> int:
         return 0
     del stats[: len(stats) // 2]
     return MAX_EPISODE_STATS - len(stats)
+
+
+def final_step(policy: Policy, final_obs: np.ndarray, final_mask: np.ndarray | None, num_actions: int) -> dict:
+    """The next step a truncated agent's last chunk bootstraps from: ``policy``'s outputs at
+    its final observation (one row), with that observation and its mask.
+
+    The mask is the state's real legal actions: a bootstrap that maximises over actions
+    (DQN's n-step target) must not pick an illegal one. All ones only when the env gave no
+    mask, or one allowing nothing (e.g. not this agent's turn).
+    """
+    mask = np.ones((1, num_actions), dtype=np.int8)
+    if final_mask is not None and np.any(final_mask):
+        mask = np.array(final_mask, dtype=np.int8).reshape(1, num_actions)  # a copy: env masks may be shared, read-only
+    step = dict(policy.compute_actions(final_obs[None], mask, explore=False))
+    step[C.OBS] = final_obs[None]
+    step[C.ACTION_MASK] = mask
+    return step
 
 
 class EnvFailure(RuntimeError):
@@ -174,16 +191,8 @@ class EnvRunner:
             if final_obs is None:
                 next_step = traj.pending_outputs()  # cut without a final obs: bootstrap from the last state
             else:
-                # The state's real legal actions: a bootstrap that maximises over actions
-                # (DQN's n-step target) must not pick an illegal one. All ones only when the
-                # env gave no mask, or one allowing nothing (e.g. not this agent's turn).
                 n = self._envs[i].spec(agent).num_actions
-                mask = np.ones((1, n), dtype=np.int8)
-                if final_mask is not None and np.any(final_mask):
-                    mask = np.array(final_mask, dtype=np.int8).reshape(1, n)  # a copy: env masks may be shared, read-only
-                next_step = dict(self._policies[pid].compute_actions(final_obs[None], mask, explore=False))
-                next_step[C.OBS] = final_obs[None]
-                next_step[C.ACTION_MASK] = mask
+                next_step = final_step(self._policies[pid], final_obs, final_mask, n)
         self._emit(pid, traj.take_chunk(len(traj)), next_step)
 
     def _emit(self, pid: str, chunk: SampleBatch, next_step: dict | None) -> None:
