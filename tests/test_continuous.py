@@ -4,7 +4,6 @@ separate policy/value networks, and continuous-action runs of PPO, A2C and IMPAL
 from __future__ import annotations
 
 import math
-import tempfile
 from typing import Any
 
 import numpy as np
@@ -17,10 +16,10 @@ from league.algos.actor_critic import VALUE_SCALE
 from league.algos.distributions import ACTIONS_RAW, Categorical, DiagGaussian, action_dist
 from league.algos.models import MLPModel, PopArtValue, RunningMeanStd, update_normalizers
 from league.batch import Columns as C
-from league.config import parse_run_config
 from league.envs import make_env
 from league.envs.base import AgentSpec
 from league.trainer import Trainer
+from run_helpers import tiny_run_config
 
 LOW, HIGH = (-2.0, 0.0, -1.0), (2.0, 1.0, 3.0)
 BOX = AgentSpec(obs_shape=(4,), num_actions=3, has_action_mask=False, action_low=LOW, action_high=HIGH)
@@ -149,19 +148,30 @@ def test_stacked_updates_refuse_what_they_cannot_keep():
     assert make_algorithm("ppo", discrete, {"normalize_values": True}).stack_key() is None
 
 
-def _continuous_values(algo: str, params: dict[str, Any], env: str, kwargs: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "env": {"name": env, "kwargs": kwargs},
-        "algo": {"name": algo, "params": params},
+#: mpe2 simple_spread with Box actions, episodes of 25 steps.
+MPE_CONTINUOUS = {"name": "mpe2.simple_spread_v3", "kwargs": {"continuous_actions": True, "max_cycles": 25}}
+
+
+def train_continuous(run_dir: Any, **overrides: Any) -> tuple[Trainer, dict[str, Any]]:
+    """A short in-process run (tests/run_helpers.py's tiny run on the continuous env, 5 iterations of
+    64+ env steps, snapshots every 150 agent steps, no evaluation); ``overrides`` merge per section."""
+    sections: dict[str, Any] = {
+        "env": MPE_CONTINUOUS,
         "league": {"recipe": "selfplay", "snapshot_steps": 150, "max_snapshots": 2, "fixed_opponents": {}},
-        "sampler": {"num_samplers": 1, "num_envs": 4, "fragment_length": 16, "remote": False},
+        "sampler": {"num_envs": 4, "mode": "auto"},
         "iteration": {"min_env_steps": 64},
         "eval": {"interval": 0},
-        "stop": {"iterations": 5, "time_s": 0, "env_steps": 0},
+        "stop": {"iterations": 5},
         "checkpoint": {"interval": 3, "keep_last": 2},
-        "logging": {"tensorboard": False},
-        "verbose": False,
     }
+    for key, value in overrides.items():
+        sections[key] = {**sections[key], **value} if isinstance(value, dict) and key in sections else value
+    trainer = Trainer(tiny_run_config(**sections), run_dir)
+    try:
+        summary = trainer.train()
+    finally:
+        trainer.close()
+    return trainer, summary
 
 
 ON_POLICY = {
@@ -173,14 +183,9 @@ ON_POLICY = {
 
 
 @pytest.mark.parametrize("algo", sorted(ON_POLICY))
-def test_actor_critic_algorithms_train_on_a_continuous_multi_agent_env(algo):
+def test_actor_critic_algorithms_train_on_a_continuous_multi_agent_env(algo, tmp_path):
     """mpe2 simple_spread with Box actions: three agents, parameter sharing, snapshots taken."""
     pytest.importorskip("mpe2")
-    values = _continuous_values(algo, ON_POLICY[algo], "mpe2.simple_spread_v3", {"continuous_actions": True, "max_cycles": 25})
-    trainer = Trainer(parse_run_config(values), tempfile.mkdtemp())
-    try:
-        summary = trainer.train()
-    finally:
-        trainer.close()
+    trainer, summary = train_continuous(tmp_path, algo={"name": algo, "params": ON_POLICY[algo]})
     assert summary["iterations"] == 5 and summary["snapshots"]
     assert any(k.startswith("main/") and k.endswith("entropy") for k in trainer.history[-1])

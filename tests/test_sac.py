@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import tempfile
 
 import numpy as np
 import pytest
@@ -14,11 +13,10 @@ from league.algos import make_algorithm
 from league.algos.off_policy import TARGET_MODEL
 from league.algos.sac import SAC
 from league.batch import SampleBatch
-from league.config import parse_run_config
 from league.envs.base import AgentSpec
 from league.learn.algorithm import PolicyState
 from league.replay import DISCOUNTS, N_STEP_RETURNS
-from league.trainer import Trainer
+from test_continuous import MPE_CONTINUOUS, train_continuous
 
 SPEC = AgentSpec(obs_shape=(3,), num_actions=2, has_action_mask=False, action_low=(-2.0, 0.0), action_high=(2.0, 1.0))
 
@@ -130,79 +128,40 @@ def test_sac_refuses_discrete_actions_and_bad_config():
         make_algorithm("sac", SPEC, {"epsilon_steps": 10})
 
 
+SMALL_SAC = {"train_batch_size": 32, "learning_starts": 64, "training_intensity": 2.0, "buffer_size": 2000, "hidden": [32, 32]}
+
+
 def test_sac_and_ppo_in_one_continuous_league(tmp_path):
     """PPO and SAC policies play mpe2 simple_spread (Box actions) in one run (seats drawn per episode): both train."""
     pytest.importorskip("mpe2")
-    values = {
-        "env": {"name": "mpe2.simple_spread_v3", "kwargs": {"continuous_actions": True, "max_cycles": 25}},
-        "policies": {
-            "ppo": {"algo": "ppo", "params": {"train_batch_size": 128, "minibatch_size": 64, "num_epochs": 1}},
-            "sac": {"algo": "sac", "params": {"train_batch_size": 32, "learning_starts": 64, "training_intensity": 2.0,
-                                              "buffer_size": 2000, "hidden": [32, 32]}},
-        },
-        "league": {"recipe": "selfplay", "fixed_opponents": {}},
-        "sampler": {"num_samplers": 1, "num_envs": 4, "fragment_length": 16, "remote": False},
-        "iteration": {"min_env_steps": 64},
-        "eval": {"interval": 0},
-        "stop": {"iterations": 6, "time_s": 0, "env_steps": 0},
-        "checkpoint": {"interval": 3, "keep_last": 2},
-        "logging": {"tensorboard": False},
-        "verbose": False,
-    }
-    trainer = Trainer(parse_run_config(values), tmp_path)
-    try:
-        summary = trainer.train()
-    finally:
-        trainer.close()
+    policies = {"ppo": {"algo": "ppo", "params": {"train_batch_size": 128, "minibatch_size": 64, "num_epochs": 1}},
+                "sac": {"algo": "sac", "params": SMALL_SAC}}
+    _, summary = train_continuous(tmp_path, policies=policies, league={"fixed_opponents": {}}, stop={"iterations": 6})
     rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert summary["iterations"] == 6
     assert any("sac/q_loss" in r for r in rows) and any("ppo/vf_loss" in r for r in rows)
 
 
 def test_sac_self_play_league_takes_snapshots(tmp_path):
-    """SAC under a coordinated recipe (pfsp: two seats) on a continuous multi-agent env: snapshots, a checkpoint."""
+    """SAC under a coordinated recipe (pfsp: two seats) on a continuous multi-agent env: snapshots,
+    evaluation against the random player (uniform in the Box), a checkpoint."""
     pytest.importorskip("mpe2")
-    values = {
-        "env": {"name": "mpe2.simple_spread_v3", "kwargs": {"continuous_actions": True, "max_cycles": 25, "N": 2}},
-        "algo": {"name": "sac", "params": {"train_batch_size": 32, "learning_starts": 64, "training_intensity": 2.0,
-                                           "buffer_size": 2000, "hidden": [32, 32]}},
-        "league": {"recipe": "pfsp", "snapshot_steps": 150, "fixed_opponents": {}},
-        "sampler": {"num_samplers": 1, "num_envs": 4, "fragment_length": 16, "remote": False},
-        "iteration": {"min_env_steps": 64},
-        "eval": {"interval": 2, "episodes": 4},
-        "stop": {"iterations": 6, "time_s": 0, "env_steps": 0},
-        "checkpoint": {"interval": 3, "keep_last": 2},
-        "logging": {"tensorboard": False},
-        "verbose": False,
-    }
-    trainer = Trainer(parse_run_config(values), tmp_path)
-    try:
-        summary = trainer.train()
-    finally:
-        trainer.close()
+    _, summary = train_continuous(
+        tmp_path, env={"kwargs": {**MPE_CONTINUOUS["kwargs"], "N": 2}}, algo={"name": "sac", "params": SMALL_SAC},
+        league={"recipe": "pfsp", "max_snapshots": 20}, eval={"interval": 2, "episodes": 4}, stop={"iterations": 6},
+    )
     assert summary["iterations"] == 6 and summary["snapshots"]
     assert (tmp_path / "checkpoints" / "final").is_dir()
 
 
 @pytest.mark.slow
-def test_sac_improves_on_pendulum():
+def test_sac_improves_on_pendulum(tmp_path):
     """A short Pendulum run: the mean return of the last episodes beats the first ones' by a wide margin."""
-    values = {
-        "env": {"name": "gymnasium:Pendulum-v1"},
-        "algo": {"name": "sac", "params": {"learning_starts": 500, "hidden": [64, 64]}},
-        "league": {"fixed_opponents": {}},
-        "sampler": {"num_samplers": 1, "num_envs": 2, "fragment_length": 16, "remote": False},
-        "iteration": {"min_env_steps": 800},
-        "eval": {"interval": 0},
-        "stop": {"env_steps": 6000, "time_s": 0},
-        "checkpoint": {"interval": 0},
-        "logging": {"tensorboard": False},
-        "verbose": False,
-    }
-    trainer = Trainer(parse_run_config(values), tempfile.mkdtemp())
-    try:
-        trainer.train()
-    finally:
-        trainer.close()
+    trainer, _ = train_continuous(
+        tmp_path, env={"name": "gymnasium:Pendulum-v1", "kwargs": {}},
+        algo={"name": "sac", "params": {"learning_starts": 500, "hidden": [64, 64]}},
+        league={"fixed_opponents": {}}, sampler={"num_envs": 2}, iteration={"min_env_steps": 800},
+        stop={"iterations": 0, "env_steps": 6000}, checkpoint={"interval": 0},
+    )
     returns = [r["main/episode_return_mean"] for r in trainer.history if r.get("main/episode_return_mean") is not None]
     assert returns[-1] > returns[0] + 300, returns
