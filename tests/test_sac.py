@@ -45,64 +45,59 @@ def _hand_policy(model: torch.nn.Module, obs: torch.Tensor, noise: torch.Tensor)
     return torch.tanh(u), logp
 
 
-def test_losses_match_a_hand_computation():
-    algo = SAC(SPEC, {"hidden": [16, 16], "initial_alpha": 0.3, "gamma": 0.99})
-    model = algo.make_model()
-    target = algo.init_extra_state(model)[TARGET_MODEL]
-    with torch.no_grad():  # a target that differs from the online critics
-        for p in target.parameters():
-            p.add_(0.1)
-    mb = _batch()
+def _hand_losses(model: torch.nn.Module, target: torch.nn.Module, mb: dict[str, torch.Tensor], alpha: float) -> dict[str, torch.Tensor]:
+    """SAC's three losses written out, drawing the same noise as :meth:`SAC.loss` after ``torch.manual_seed(0)``."""
     torch.manual_seed(0)
-    _, stats = algo.loss(model, target, mb)
-
-    torch.manual_seed(0)
-    noise_next, noise_now = torch.randn(8, 2), torch.randn(8, 2)
-    alpha = 0.3
+    noise_next, noise_now = torch.randn(len(mb["obs"]), 2), torch.randn(len(mb["obs"]), 2)
     with torch.no_grad():
         a_next, logp_next = _hand_policy(model, mb["next_obs"], noise_next)
         x_next = torch.cat([mb["next_obs"], a_next], -1)
         q_next = torch.min(target.q1(x_next), target.q2(x_next)).squeeze(-1)
         y = mb[N_STEP_RETURNS] + mb[DISCOUNTS] * (q_next - alpha * logp_next)
-        unit = torch.stack([mb["actions"][:, 0] / 2, 2 * mb["actions"][:, 1] - 1], -1)
-        x = torch.cat([mb["obs"], unit], -1)
-        q_loss = 0.5 * ((model.q1(x).squeeze(-1) - y) ** 2 + (model.q2(x).squeeze(-1) - y) ** 2).mean()
-        a_now, logp_now = _hand_policy(model, mb["obs"], noise_now)
-        x_now = torch.cat([mb["obs"], a_now], -1)
-        pi_loss = (alpha * logp_now - torch.min(model.q1(x_now), model.q2(x_now)).squeeze(-1)).mean()
-        alpha_loss = -(math.log(alpha) * (logp_now + (-2.0))).mean()
-    assert stats["q_loss"] == pytest.approx(q_loss.item(), rel=1e-4)
-    assert stats["policy_loss"] == pytest.approx(pi_loss.item(), rel=1e-4, abs=1e-5)
-    assert stats["alpha_loss"] == pytest.approx(alpha_loss.item(), rel=1e-4, abs=1e-5)
-    assert stats["alpha"] == pytest.approx(alpha)
+    unit = torch.stack([mb["actions"][:, 0] / 2, 2 * mb["actions"][:, 1] - 1], -1)  # bounds (-2, 2) and (0, 1)
+    x = torch.cat([mb["obs"], unit], -1)
+    q_loss = 0.5 * ((model.q1(x).squeeze(-1) - y) ** 2 + (model.q2(x).squeeze(-1) - y) ** 2).mean()
+    a_now, logp_now = _hand_policy(model, mb["obs"], noise_now)
+    x_now = torch.cat([mb["obs"], a_now], -1)
+    pi_loss = (alpha * logp_now - torch.min(model.q1(x_now), model.q2(x_now)).squeeze(-1)).mean()
+    alpha_loss = -(model.log_alpha * (logp_now.detach() + (-2.0))).mean()  # target entropy -D, D = 2
+    return {"q_loss": q_loss, "policy_loss": pi_loss, "alpha_loss": alpha_loss}
+
+
+def _setup(initial_alpha: float = 0.3) -> tuple[SAC, torch.nn.Module, torch.nn.Module, dict[str, torch.Tensor]]:
+    algo = SAC(SPEC, {"hidden": [16, 16], "initial_alpha": initial_alpha, "gamma": 0.99})
+    model = algo.make_model()
+    target = algo.init_extra_state(model)[TARGET_MODEL]
+    with torch.no_grad():  # a target that differs from the online critics
+        for p in target.parameters():
+            p.add_(0.1)
+    return algo, model, target, _batch()
+
+
+def test_losses_match_a_hand_computation():
+    algo, model, target, mb = _setup()
+    torch.manual_seed(0)
+    _, stats = algo.loss(model, target, mb)
+    hand = _hand_losses(model, target, mb, 0.3)
+    for name, value in hand.items():
+        assert stats[name] == pytest.approx(value.item(), rel=1e-4, abs=1e-5), name
+    assert stats["alpha"] == pytest.approx(0.3)
 
 
 def test_each_loss_moves_only_its_own_parameters():
-    algo = SAC(SPEC, {"hidden": [16, 16]})
-    model = algo.make_model()
-    target = algo.init_extra_state(model)[TARGET_MODEL]
-    mb = _batch()
-    for part in ("q_loss", "policy_loss", "alpha_loss"):
-        model.zero_grad()
-        torch.manual_seed(0)
-        loss, _ = algo.loss(model, target, mb)
-        # Recompute the one part to backpropagate it alone.
-        torch.manual_seed(0)
-        with torch.no_grad():
-            algo.sample(model, mb["next_obs"])
-        actions, logp = algo.sample(model, mb["obs"])
-        if part == "q_loss":
-            q1, _ = model.q(mb["obs"], algo.unit_actions(mb["actions"]))
-            q1.sum().backward()
-            assert model.actor[1].weight.grad is None and model.log_alpha.grad is None
-        elif part == "alpha_loss":
-            (-(model.log_alpha * (logp.detach() - 2.0)).mean()).backward()
-            assert model.actor[1].weight.grad is None and model.q1[1].weight.grad is None
-    # The full loss: the actor's part leaves the critics to the critic loss (frozen while it is built).
-    model.zero_grad()
+    """The summed loss's gradient is, per parameter group, the gradient of that group's own loss:
+    critics get the TD loss only (the actor loss leaves them alone), the actor its loss, the temperature its loss."""
+    algo, model, target, mb = _setup()
+    torch.manual_seed(0)
     loss, _ = algo.loss(model, target, mb)
-    loss.backward()
-    assert all(p.grad is not None for p in model.parameters())
+    hand = _hand_losses(model, target, mb, 0.3)
+    groups = {"q_loss": [*model.q1.parameters(), *model.q2.parameters()], "policy_loss": list(model.actor.parameters()),
+              "alpha_loss": [model.log_alpha]}
+    for name, params in groups.items():
+        ours = torch.autograd.grad(loss, params, retain_graph=True)
+        expected = torch.autograd.grad(hand[name], params, retain_graph=True)
+        for g, e in zip(ours, expected):
+            torch.testing.assert_close(g, e, rtol=1e-4, atol=1e-6)
 
 
 def test_sac_learns_on_a_replayed_batch_and_the_target_follows_slowly():
