@@ -130,6 +130,14 @@ def test_separate_networks_keep_the_value_loss_off_the_policy_trunk():
         assert touched != separate
 
 
+def test_gaussian_policies_have_no_action_probabilities():
+    policy = make_algorithm("ppo", BOX, {}).make_policy(seed=0)
+    out = policy.compute_actions(np.zeros((2, 4), np.float32), np.ones((2, 3), np.int8))
+    assert out["actions"].shape == (2, 3) and out[ACTIONS_RAW].shape == (2, 3) and out["vf_preds"].shape == (2,)
+    with pytest.raises(NotImplementedError, match="Box action space"):
+        policy.action_probabilities(np.zeros((2, 4), np.float32), np.ones((2, 3), np.int8))
+
+
 def test_box_env_adapter_takes_float_actions_and_reports_bounds():
     env = make_env("gymnasium:Pendulum-v1")
     spec = env.spec("agent_0")

@@ -41,8 +41,11 @@ class ActorCriticPolicy(Policy):
         """``float64[B, A]``: softmax of the masked logits (what ``explore=True`` samples).
 
         Illegal actions get exactly 0, not ``exp(MASKED_LOGIT)``'s underflow, so a row
-        sums to 1 over its legal actions alone.
+        sums to 1 over its legal actions alone. Box actions have a density, not
+        probabilities: ``NotImplementedError`` (exact evaluation is for discrete games).
         """
+        if not isinstance(self.dist, Categorical):
+            raise NotImplementedError("action_probabilities needs discrete actions; this policy acts on a Box action space")
         with torch.inference_mode():
             logits, _ = self.model(torch.from_numpy(np.asarray(obs, dtype=np.float32)))
             mask = torch.from_numpy(np.asarray(action_mask)).bool()
