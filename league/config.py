@@ -290,6 +290,7 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
     finally:
         env.close()
     group_specs = _resolve_env_groups(cfg, specs)
+    _bound_fragment_memory(cfg, specs)
     spec = next(iter(specs.values()))
     # The algorithm validates its own hyperparameters (unknown keys, ranges), for each spec it meets.
     for group_spec in group_specs.values() or [spec]:
@@ -358,6 +359,34 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
     if cfg.eval.opponent != "random":
         raise ValueError(f"eval.opponent '{cfg.eval.opponent}' is not supported (known: random)")
     return cfg
+
+
+#: The most observation bytes one sampler's fragment may hold; larger configs are shrunk.
+MAX_FRAGMENT_BYTES = 1 << 30
+
+
+def _bound_fragment_memory(cfg: RunConfig, specs: Mapping[str, Any]) -> None:
+    """Shrink ``sampler.num_envs`` (then ``fragment_length``) until a fragment's float32
+    observations (env copies x steps x agents x observation size) fit in
+    :data:`MAX_FRAGMENT_BYTES`, with a warning naming the change: image envs (pistonball's 20
+    agents see 457x120x3 pixels each) would otherwise allocate tens of GB per sampler."""
+    import math
+    import warnings
+
+    s = cfg.sampler
+    per_step = sum(4 * math.prod(spec.obs_shape) for spec in specs.values())
+    if s.num_envs * s.fragment_length * per_step <= MAX_FRAGMENT_BYTES:
+        return
+    before = (s.num_envs, s.fragment_length)
+    s.num_envs = max(1, min(s.num_envs, MAX_FRAGMENT_BYTES // (s.fragment_length * per_step)))
+    s.fragment_length = max(1, min(s.fragment_length, MAX_FRAGMENT_BYTES // (s.num_envs * per_step)))
+    warnings.warn(
+        f"env '{cfg.env.name}': {len(specs)} agents observe {per_step / 2**20:.2f} MiB per env step, so sampler.num_envs "
+        f"{before[0]} x sampler.fragment_length {before[1]} would hold {before[0] * before[1] * per_step / 2**30:.1f} GiB "
+        f"per sampler; using num_envs {s.num_envs}, fragment_length {s.fragment_length}. Shrink the observations "
+        "(+env.kwargs.preprocess={grayscale: true, resize: [84, 84]}) or set both sizes yourself",
+        stacklevel=2,
+    )
 
 
 def _resolve_env_groups(cfg: RunConfig, specs: Mapping[str, Any]) -> dict[str, Any]:

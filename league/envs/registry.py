@@ -17,6 +17,8 @@ module offers; when it offers both, parallel if its env declares
 otherwise (turn-based games such as connect four). An AEC ``env()`` that only wraps a
 parallel env (PettingZoo's Atari games) is played through ``parallel_env()``. Atari games
 find the ROMs that the ``ale-py`` wheel ships unless ``auto_rom_install_path`` is given.
+The reserved kwarg ``preprocess`` (resize, grayscale, frame stack) wraps a PettingZoo env's
+image observations with SuperSuit (:mod:`league.envs.images`).
 """
 
 from __future__ import annotations
@@ -196,6 +198,7 @@ def _make_pettingzoo(
     if api == "parallel" and not has_parallel:
         raise ValueError(f"env {name!r}: module {path} has no parallel_env() for the parallel API")
     kwargs = _with_atari_roms(path, kwargs)
+    images = kwargs.pop("preprocess", None)  # reserved: SuperSuit image wrappers (league.envs.images)
     env = _construct(name, path, module.env if api == "aec" else module.parallel_env, kwargs)
     if api == "aec" and _wraps_parallel(env):
         env.close()
@@ -205,6 +208,10 @@ def _make_pettingzoo(
                 "leave env.kwargs.api unset or use api=parallel"
             )
         api, env = "parallel", _construct(name, path, module.parallel_env, kwargs)
+    if images:
+        from league.envs.images import wrap_images
+
+        env = wrap_images(env, images, name)
     adapter = PettingZooAECEnv if api == "aec" else PettingZooParallelEnv
     return adapter(env, name=name, max_episode_steps=max_episode_steps)
 

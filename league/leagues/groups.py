@@ -187,8 +187,9 @@ class GroupLeague(TrainingLeague):
                         self._payoff.update(pid, other, outcome_from_returns(returns[g], returns[h]), return_a=returns[g])
 
     def update(self, iteration: int, counters: Mapping[str, int], learner: LearnerHandle, samplers: Sequence[SamplerHandle]) -> None:
-        """A snapshot of each learning policy that sampled ``snapshot_steps`` agent steps since its last one."""
-        if not self.snapshot_steps:
+        """A snapshot of each learning policy that sampled ``snapshot_steps`` agent steps since its
+        last one; none with a single group (a co-op team has no opponent to hand them to)."""
+        if not self.snapshot_steps or len(self.groups) < 2:
             return
         due = [
             pid for pid in self.learning
