@@ -7,7 +7,7 @@ policy's learner statistics that matter for diagnosis (``vf_loss``, ``entropy``)
 
 The run is the Python API's ``Trainer`` with in-process samplers (no Ray), evaluation
 off, stopped after ``--env-steps``. Hyperparameters: ``--config`` names a file of
-``configs/experiment/`` (its ``algo`` and ``sampler``/``iteration`` sections are used);
+``configs/experiment/`` (its ``env``, ``algo``, ``sampler``, ``iteration`` and ``league`` sections are used);
 ``--set key=value`` overrides algorithm parameters (YAML values), e.g.
 ``--set vf_coef=0.01 --set separate_networks=false``.
 
@@ -57,7 +57,7 @@ def run(env: str, algo: str, params: dict[str, Any], env_steps: int, report_ever
 
     cfg = run_config(
         env, policies={"main": PolicyConfig(algo=algo, params=params)}, opponents={},
-        sampler=sampler, iteration=iteration, eval={"interval": 0}, seed=seed,
+        sampler=sampler, iteration=iteration, eval={"interval": 0}, seed=seed, league=sections.get("league", {}),
         checkpoint={"interval": 0},
     )
     cfg.env.kwargs = dict(env_kwargs)
@@ -107,7 +107,7 @@ def main() -> None:
     for item in a.set:
         key, _, value = item.partition("=")
         params[key] = yaml.safe_load(value)
-    sections = {k: exp[k] for k in ("sampler", "iteration") if k in exp}
+    sections = {k: exp[k] for k in ("sampler", "iteration", "league") if k in exp}
     run(env, algo, params, a.env_steps, a.report_every, a.seed, sections, exp.get("env", {}).get("kwargs", {}))
 
 

@@ -6,9 +6,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
+from gymnasium import spaces
 from torch import distributions as D
 
 from league.algos import make_algorithm
@@ -18,6 +20,8 @@ from league.algos.models import MLPModel, PopArtValue, RunningMeanStd, update_no
 from league.batch import Columns as C
 from league.envs import make_env
 from league.envs.base import AgentSpec
+from league.envs.gym_env import GymnasiumEnv
+from league.envs.registry import register_env
 from league.trainer import Trainer
 from run_helpers import tiny_run_config
 
@@ -197,3 +201,36 @@ def test_actor_critic_algorithms_train_on_a_continuous_multi_agent_env(algo, tmp
     trainer, summary = train_continuous(tmp_path, algo={"name": algo, "params": ON_POLICY[algo]})
     assert summary["iterations"] == 5 and summary["snapshots"]
     assert any(k.startswith("main/") and k.endswith("entropy") for k in trainer.history[-1])
+
+
+class ReachTarget(gym.Env):
+    """One-step episodes: observe a target in [-1, 1]^2, act in [-2, 2]^2, reward ``-|action - target|^2``."""
+
+    observation_space = spaces.Box(-1, 1, (2,), np.float32)
+    action_space = spaces.Box(-2, 2, (2,), np.float32)
+
+    def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        self.target = self.np_random.uniform(-1, 1, 2).astype(np.float32)
+        return self.target.copy(), {}
+
+    def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict]:
+        return self.target.copy(), -float(np.sum((np.asarray(action) - self.target) ** 2)), True, False, {}
+
+
+@pytest.mark.parametrize("squash", ["clip", "tanh"])
+def test_ppo_moves_its_gaussian_onto_the_target(squash, tmp_path):
+    """PPO on Box actions learns what to do: the greedy action lands near each observed target."""
+    register_env("reach_target", lambda **kw: GymnasiumEnv(ReachTarget(), name="reach_target", **kw), overwrite=True)
+    params = {"train_batch_size": 1024, "minibatch_size": 256, "num_epochs": 10, "lr": 3e-3, "squash": squash,
+              "normalize_values": True, "model_kwargs": {"hidden": [32]}}
+    trainer, _ = train_continuous(
+        tmp_path, env={"name": "reach_target", "kwargs": {}}, algo={"name": "ppo", "params": params},
+        league={"fixed_opponents": {}}, sampler={"num_envs": 16}, iteration={"min_env_steps": 1024},
+        stop={"iterations": 0, "env_steps": 12_000}, checkpoint={"interval": 0},
+    )
+    policy = make_algorithm("ppo", make_env("reach_target").spec("agent_0"), params).make_policy(seed=0)
+    policy.set_weights(trainer.learner.get_weights(["main"])["main"])
+    targets = np.random.default_rng(0).uniform(-1, 1, (64, 2)).astype(np.float32)
+    greedy = policy.compute_actions(targets, np.ones((64, 2), np.int8), explore=False)["actions"]
+    assert np.abs(greedy - targets).mean() < 0.25, np.abs(greedy - targets).mean()
