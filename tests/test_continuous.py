@@ -100,6 +100,25 @@ def test_running_mean_std_matches_numpy_over_batches():
     np.testing.assert_allclose(rms.var.numpy(), both.var(0), rtol=1e-3)
 
 
+def test_running_statistics_are_summed_over_data_parallel_replicas():
+    """In a (one-replica) process group the statistics go through all_reduce and come out the same."""
+    import torch.distributed as dist
+
+    if dist.is_initialized():
+        pytest.skip("a process group is already initialised in this process")
+    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:0", rank=0, world_size=1)
+    try:
+        rms = RunningMeanStd((3,))
+        x = torch.randn(50, 3) * 4 + 1
+        rms.update(x)
+    finally:
+        dist.destroy_process_group()
+    plain = RunningMeanStd((3,))
+    plain.update(x)
+    torch.testing.assert_close(rms.mean, plain.mean)
+    torch.testing.assert_close(rms.var, plain.var)
+
+
 def test_popart_update_preserves_the_value_output_and_round_trips():
     model = MLPModel((4,), 2, hidden=(8,), normalize_values=True)
     obs = torch.randn(16, 4)

@@ -23,6 +23,7 @@ import math
 from collections.abc import Sequence
 
 import torch
+import torch.distributed as dist
 from torch import nn
 
 __all__ = ["MLPModel", "ConvModel", "build_model", "RunningMeanStd", "PopArtValue", "ActorCriticModel"]
@@ -49,10 +50,22 @@ class RunningMeanStd(nn.Module):
 
     @torch.no_grad()
     def update(self, x: torch.Tensor) -> None:
-        """Merge the batch ``x`` (first dimension: rows) into the statistics."""
-        x = x.to(self.mean.dtype)
-        n = torch.tensor(float(x.shape[0]), device=x.device)
-        mean, var = x.mean(0), x.var(0, unbiased=False)
+        """Merge the batch ``x`` (first dimension: rows) into the statistics.
+
+        Under data-parallel learning (a ``torch.distributed`` group is initialised) the
+        batch statistics are summed over the replicas first, so every replica keeps the
+        same statistics (each calls this in the same update, on its own shard).
+        """
+        x = x.to(torch.float64).flatten(1) if x.dim() > 1 else x.to(torch.float64)
+        sums = torch.cat([torch.tensor([float(x.shape[0])], dtype=torch.float64, device=x.device), x.sum(0).reshape(-1),
+                          x.pow(2).sum(0).reshape(-1)])
+        if dist.is_available() and dist.is_initialized():
+            dist.all_reduce(sums)
+        size = (len(sums) - 1) // 2
+        n = sums[0]
+        mean = (sums[1:1 + size] / n).reshape(self.mean.shape)
+        var = (sums[1 + size:] / n).reshape(self.mean.shape) - mean.pow(2)
+        mean, var, n = mean.to(self.mean.dtype), var.clamp_min(0).to(self.mean.dtype), n.to(self.mean.dtype)
         delta, total = mean - self.mean, self.count + n
         m2 = self.var * self.count + var * n + delta.pow(2) * self.count * n / total
         self.mean.add_(delta * n / total)
