@@ -118,12 +118,19 @@ class RandomPolicy(Policy):
     """Uniformly random legal actions: the evaluation yardstick.
 
     With ``action_bounds`` (a Box action space's flat ``(low, high)``) it draws float32
-    actions uniformly inside them instead (an infinite bound is taken as +-1).
+    actions uniformly inside them instead (an infinite bound is taken as +-1); with
+    ``action_nvec`` (a MultiDiscrete space) one legal choice per component.
     """
 
-    def __init__(self, seed: int | None = None, action_bounds: tuple[tuple[float, ...], tuple[float, ...]] | None = None) -> None:
+    def __init__(
+        self,
+        seed: int | None = None,
+        action_bounds: tuple[tuple[float, ...], tuple[float, ...]] | None = None,
+        action_nvec: tuple[int, ...] | None = None,
+    ) -> None:
         self._rng = np.random.default_rng(seed)
         self._bounds = None
+        self._nvec = None if action_nvec is None else [int(n) for n in action_nvec]
         if action_bounds is not None:
             low, high = (np.asarray(b, dtype=np.float64) for b in action_bounds)
             self._bounds = (np.where(np.isfinite(low), low, -1.0), np.where(np.isfinite(high), high, 1.0))
@@ -131,10 +138,13 @@ class RandomPolicy(Policy):
     def compute_actions(
         self, obs: np.ndarray, action_mask: np.ndarray, explore: bool = True
     ) -> dict[str, np.ndarray]:
-        """Uniform over the legal actions of each row (or over the Box's bounds)."""
+        """Uniform over the legal actions of each row (or over the Box's bounds, or per MultiDiscrete component)."""
         if self._bounds is not None:
             low, high = self._bounds
             return {"actions": self._rng.uniform(low, high, size=(len(obs), len(low))).astype(np.float32)}
+        if self._nvec is not None:
+            parts = np.split(np.asarray(action_mask), np.cumsum(self._nvec)[:-1], axis=1)
+            return {"actions": np.stack([masked_uniform_actions(m, self._rng) for m in parts], axis=1)}
         return {"actions": masked_uniform_actions(action_mask, self._rng)}
 
     def action_probabilities(self, obs: np.ndarray, action_mask: np.ndarray) -> np.ndarray:
@@ -164,11 +174,23 @@ class PolicyFactory(ABC):
 
 
 class RandomPolicyFactory(PolicyFactory):
-    """Factory for :class:`RandomPolicy` (never learns); ``action_bounds`` for Box action spaces."""
+    """Factory for :class:`RandomPolicy` (never learns); ``action_bounds`` for Box action spaces,
+    ``action_nvec`` for MultiDiscrete ones (:meth:`for_spec` reads both from an agent spec)."""
 
-    def __init__(self, action_bounds: tuple[tuple[float, ...], tuple[float, ...]] | None = None) -> None:
+    def __init__(
+        self,
+        action_bounds: tuple[tuple[float, ...], tuple[float, ...]] | None = None,
+        action_nvec: tuple[int, ...] | None = None,
+    ) -> None:
         self.action_bounds = action_bounds
+        self.action_nvec = action_nvec
+
+    @classmethod
+    def for_spec(cls, spec: object | None) -> RandomPolicyFactory:
+        """The random player of an agent spec's action space (``None``: plain Discrete)."""
+        low = getattr(spec, "action_low", None)
+        return cls(None if low is None else (low, spec.action_high), getattr(spec, "action_nvec", None))
 
     def make_policy(self, seed: int | None = None, learns: bool = False) -> Policy:
         """A uniformly random legal-action policy."""
-        return RandomPolicy(seed, self.action_bounds)
+        return RandomPolicy(seed, self.action_bounds, self.action_nvec)

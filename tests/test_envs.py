@@ -434,7 +434,7 @@ def test_preprocessing_rule_for_other_spaces():
     assert not np.shares_memory(box.transform(source, None)[0], source)  # never aliases env memory
     pair = spaces.Tuple((spaces.Discrete(2), spaces.Box(0, 1, (3,))))
     assert build_preprocessor(pair, spaces.Discrete(2)).spec.obs_shape == (5,)
-    with pytest.raises(TypeError, match="only Discrete and Box action spaces"):
+    with pytest.raises(TypeError, match="only Discrete, Box and 1-D MultiDiscrete action spaces"):
         build_preprocessor(spaces.Box(0, 1, (2,)), spaces.MultiBinary(2))
     with pytest.raises(ValueError, match="one flag per action"):
         build_preprocessor(spaces.Dict({"observation": spaces.Box(0, 1, (2,)), "action_mask": spaces.Box(0, 1, (3,))}),

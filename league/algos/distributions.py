@@ -30,7 +30,7 @@ import torch
 
 __all__ = [
     "MASKED_LOGIT", "masked_logits", "masked_log_probs", "log_prob", "entropy",
-    "ACTIONS_RAW", "Categorical", "DiagGaussian", "ActionDist", "action_dist", "SQUASHES",
+    "ACTIONS_RAW", "Categorical", "DiagGaussian", "MultiCategorical", "ActionDist", "action_dist", "SQUASHES",
 ]
 
 #: Column of the unsquashed Gaussian sample behind a Box action (what log-probs are taken of).
@@ -168,12 +168,44 @@ class DiagGaussian:
         return {"actions": self.to_env(raw), ACTIONS_RAW: raw, "action_logp": self.log_prob(inputs, raw)}
 
 
-#: Either distribution (they share ``columns``, ``logp_entropy`` and ``sample``).
-ActionDist = Categorical | DiagGaussian
+class MultiCategorical:
+    """Independent masked categoricals over a ``MultiDiscrete`` space (model output: ``[B, sum(nvec)]``
+    logits, component after component; the mask has the same layout). Actions are ``int64[B, K]``;
+    log-probabilities and entropies are sums over the components."""
+
+    columns = ("actions", "action_mask")
+
+    def __init__(self, nvec: tuple[int, ...]) -> None:
+        self.nvec = [int(n) for n in nvec]
+
+    def _parts(self, inputs: torch.Tensor, mask: torch.Tensor) -> list[torch.Tensor]:
+        return [masked_log_probs(x, m) for x, m in zip(inputs.split(self.nvec, -1), mask.split(self.nvec, -1))]
+
+    def logp_entropy(self, inputs: torch.Tensor, batch: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        """``[B]`` summed log-probability of each row's action vector, and ``[B]`` summed entropy."""
+        parts = self._parts(inputs, batch["action_mask"])
+        actions = batch["actions"].long()
+        logp = sum(log_prob(lp, actions[:, k]) for k, lp in enumerate(parts))
+        return logp, sum(entropy(lp) for lp in parts)
+
+    def sample(
+        self, inputs: torch.Tensor, mask: torch.Tensor, generator: torch.Generator, explore: bool
+    ) -> dict[str, torch.Tensor]:
+        """``actions`` ``[B, K]`` (each component sampled among its legal choices, or argmax) and ``action_logp``."""
+        one = Categorical()
+        outs = [one.sample(x, m, generator, explore) for x, m in zip(inputs.split(self.nvec, -1), mask.split(self.nvec, -1))]
+        return {"actions": torch.stack([o["actions"] for o in outs], -1), "action_logp": sum(o["action_logp"] for o in outs)}
+
+
+#: Any of the distributions (they share ``columns``, ``logp_entropy`` and ``sample``).
+ActionDist = Categorical | DiagGaussian | MultiCategorical
 
 
 def action_dist(spec: object, squash: str = "clip") -> ActionDist:
-    """:class:`DiagGaussian` for an agent spec with a Box action space (``spec.action_low`` set), else :class:`Categorical`."""
+    """:class:`DiagGaussian` for an agent spec with a Box action space (``spec.action_low`` set),
+    :class:`MultiCategorical` for a MultiDiscrete one (``spec.action_nvec``), else :class:`Categorical`."""
+    if getattr(spec, "action_nvec", None) is not None:
+        return MultiCategorical(tuple(spec.action_nvec))
     low = getattr(spec, "action_low", None)
     if low is None:
         return Categorical()

@@ -125,8 +125,9 @@ class DQN(ReplayAlgorithm):
 
     def __init__(self, agent_spec: AgentSpec, config: Mapping[str, Any] | None = None) -> None:
         super().__init__(agent_spec, config)
-        if agent_spec.continuous:
-            raise ValueError(f"dqn needs a Discrete action space; this agent's is a Box of {agent_spec.num_actions} dimensions (use sac or ppo)")
+        if agent_spec.continuous or agent_spec.action_nvec is not None:
+            kind = "Box" if agent_spec.continuous else "MultiDiscrete"
+            raise ValueError(f"dqn needs a Discrete action space; this agent's is a {kind} (use ppo, or sac for Box actions)")
 
     # Sampler side ---------------------------------------------------------------
     def make_model(self) -> nn.Module:

@@ -159,9 +159,9 @@ class PPO(GAEActorCritic):
 
     def stack_key(self) -> Hashable | None:
         """PPO policies whose configs agree on everything but ``lr`` can share one stacked update
-        (never with running normalisers or Box actions: the stacked update keeps neither)."""
+        (never with running normalisers, Box or MultiDiscrete actions: the stacked update keeps none of them)."""
         cfg = self.config
-        if cfg.normalize_obs or cfg.normalize_values or self.agent_spec.continuous:
+        if cfg.normalize_obs or cfg.normalize_values or not isinstance(self.dist, Categorical):
             return None
         values = dataclasses.asdict(self.config)
         values.pop("lr")

@@ -45,7 +45,7 @@ class ActorCriticPolicy(Policy):
         probabilities: ``NotImplementedError`` (exact evaluation is for discrete games).
         """
         if not isinstance(self.dist, Categorical):
-            raise NotImplementedError("action_probabilities needs discrete actions; this policy acts on a Box action space")
+            raise NotImplementedError("action_probabilities needs one Discrete action; this policy acts on a Box or MultiDiscrete space")
         with torch.inference_mode():
             logits, _ = self.model(torch.from_numpy(np.asarray(obs, dtype=np.float32)))
             mask = torch.from_numpy(np.asarray(action_mask)).bool()

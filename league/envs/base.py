@@ -48,9 +48,11 @@ with an ``action_mask`` key (if present) split off first; Discrete observations 
 one-hot float32 (index ``value - start``); Box, MultiBinary and MultiDiscrete
 observations keep their shape, cast to float32. Without a mask in the observation,
 ``info["action_mask"]`` is used when the env provides one, else all ones. Action spaces:
-Discrete (policy action ``i`` is env action ``i + space.start``) and Box with finite or
+Discrete (policy action ``i`` is env action ``i + space.start``), Box with finite or
 infinite bounds (``num_actions`` is its size; policy actions are float32 vectors reshaped
-to the space's shape; masks do not apply: a Box agent's mask is all ones and is ignored).
+to the space's shape; masks do not apply: a Box agent's mask is all ones and is ignored)
+and 1-D MultiDiscrete (policy actions are int64 vectors, component ``k``'s choice ``i`` is
+``i + start[k]``; the mask has one flag per choice of every component, in order).
 """
 
 from __future__ import annotations
@@ -71,6 +73,8 @@ class AgentSpec:
     ``info`` is honoured too, so policies should always apply ``TimeStep.masks``.
     For a Box action space ``num_actions`` is the number of action dimensions and
     ``action_low``/``action_high`` hold its (flattened) bounds; both are None for Discrete.
+    For a MultiDiscrete one ``action_nvec`` holds each component's choice count and
+    ``num_actions`` is their sum (one logit and one mask flag per choice, component after component).
     """
 
     obs_shape: tuple[int, ...]
@@ -78,6 +82,7 @@ class AgentSpec:
     has_action_mask: bool
     action_low: tuple[float, ...] | None = None
     action_high: tuple[float, ...] | None = None
+    action_nvec: tuple[int, ...] | None = None
 
     @property
     def continuous(self) -> bool:

@@ -44,19 +44,23 @@ class ObsPreprocessor:
             ``info["action_mask"]`` when present, else it is all ones.
         action_start: the env action for policy action ``i`` is ``i + action_start``
             (``Discrete(n, start=...)``; 0 almost always).
-        action_shape: a Box action space's shape (None for Discrete).
+        action_shape: a Box or MultiDiscrete action space's shape (None for Discrete).
+        action_starts: a MultiDiscrete space's per-component ``start`` (None otherwise).
     """
 
     spec: AgentSpec
     transform: Transform
     action_start: int
     action_shape: tuple[int, ...] | None = None
+    action_starts: np.ndarray | None = None
 
     def env_action(self, action: Any) -> Any:
         """The env's action for a policy action: ``int(action) + action_start`` (Discrete),
-        or a float32 array of the Box's shape."""
+        a float32 array of the Box's shape, or an int64 vector plus each component's start (MultiDiscrete)."""
         if self.action_shape is None:
             return int(action) + self.action_start
+        if self.action_starts is not None:
+            return np.asarray(action, dtype=np.int64).reshape(self.action_shape) + self.action_starts
         return np.asarray(action, dtype=np.float32).reshape(self.action_shape)
 
 
@@ -66,7 +70,7 @@ def build_preprocessor(
     """Compile the preprocessing rule for one agent's spaces.
 
     Raises:
-        TypeError: the action space is neither ``Discrete`` nor ``Box``, or the observation
+        TypeError: the action space is not ``Discrete``, ``Box`` or 1-D ``MultiDiscrete``, or the observation
             space (or a part of it) has no fixed-size float representation.
         ValueError: an ``action_mask`` entry does not hold one flag per action.
     """
@@ -77,9 +81,12 @@ def build_preprocessor(
                   "action_high": tuple(float(x) for x in np.ravel(action_space.high))}
     elif isinstance(action_space, spaces.Discrete):
         num_actions = int(action_space.n)
+    elif isinstance(action_space, spaces.MultiDiscrete) and len(action_space.shape) == 1:
+        num_actions = int(np.sum(action_space.nvec))
+        bounds = {"action_nvec": tuple(int(n) for n in action_space.nvec)}
     else:
         raise TypeError(
-            f"agent {agent!r}: only Discrete and Box action spaces are supported, got {action_space}"
+            f"agent {agent!r}: only Discrete, Box and 1-D MultiDiscrete action spaces are supported, got {action_space}"
         )
     ones = np.ones(num_actions, dtype=np.int8)
     ones.flags.writeable = False
@@ -102,6 +109,9 @@ def build_preprocessor(
 
     spec = AgentSpec(obs_shape=tuple(int(d) for d in shape), num_actions=num_actions,
                      has_action_mask=has_mask, **bounds)
+    if isinstance(action_space, spaces.MultiDiscrete):
+        starts = np.asarray(action_space.start, dtype=np.int64)
+        return ObsPreprocessor(spec=spec, transform=transform, action_start=0, action_shape=tuple(action_space.shape), action_starts=starts)
     if bounds:
         return ObsPreprocessor(spec=spec, transform=transform, action_start=0, action_shape=tuple(action_space.shape))
     return ObsPreprocessor(spec=spec, transform=transform, action_start=int(action_space.start))

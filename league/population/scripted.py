@@ -377,7 +377,7 @@ def scripted_factory(name: str, spec: AgentSpec, depth: int = 2, random_ties: bo
     ``minimax``) for agents of ``spec``; ValueError when it cannot play that game.
     ``random_ties``: search players break ties at random even when acting greedily."""
     if name == "random":
-        return RandomPolicyFactory((spec.action_low, spec.action_high) if spec.action_low is not None else None)
+        return RandomPolicyFactory.for_spec(spec)
     known = {
         "negamax": (ConnectFourNegamaxPolicy, {"depth": depth, "random_ties": random_ties}),
         "minimax": (TicTacToeMinimaxPolicy, {"random_ties": random_ties}),

@@ -119,9 +119,9 @@ def make_learner(cfg: RunConfig, algorithms: Mapping[str, Algorithm]) -> Learner
 
 
 def _random_factory(algorithms: Mapping[str, Algorithm]) -> RandomPolicyFactory:
-    """The evaluation opponent: uniform over legal actions, or over the Box of a continuous-action env."""
-    spec = next((a.agent_spec for a in algorithms.values() if getattr(a.agent_spec, "action_low", None) is not None), None)
-    return RandomPolicyFactory(None if spec is None else (spec.action_low, spec.action_high))
+    """The evaluation opponent: uniform over legal actions, over the Box of a continuous-action env,
+    or per component of a MultiDiscrete one."""
+    return RandomPolicyFactory.for_spec(next((a.agent_spec for a in algorithms.values()), None))
 
 
 def make_samplers(cfg: RunConfig, iteration: int, algorithms: Mapping[str, Algorithm], league: TrainingLeague) -> list[SamplerHandle]:

@@ -130,7 +130,7 @@ class EnvRunner:
             mask = np.stack([self._ts[i].masks[a] for i, a in members])
             out = self._policies[pid].compute_actions(obs, mask, explore)
             acts = out[C.ACTIONS]
-            discrete = acts.ndim == 1  # Box actions are [B, D] float rows; masks do not apply to them
+            discrete = acts.ndim == 1  # Box / MultiDiscrete actions are [B, D] rows, checked by their distributions
             if discrete and not mask[np.arange(len(acts)), acts].all():
                 bad = int(np.flatnonzero(mask[np.arange(len(acts)), acts] == 0)[0])
                 raise RuntimeError(f"policy '{pid}' chose illegal action {int(acts[bad])} (mask {mask[bad].tolist()})")

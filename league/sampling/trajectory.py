@@ -19,9 +19,11 @@ __all__ = ["AgentTrajectory"]
 
 
 def _actions_column(actions: list) -> np.ndarray:
-    """``int64[n]`` for discrete actions; ``float32[n, D]`` for Box actions (float vectors)."""
+    """``int64[n]`` for discrete actions; ``float32[n, D]`` for Box actions (float vectors),
+    ``int64[n, K]`` for MultiDiscrete ones (integer vectors)."""
     if actions and isinstance(actions[0], np.ndarray):
-        return np.stack(actions).astype(np.float32, copy=False)
+        stacked = np.stack(actions)
+        return stacked.astype(np.float32 if stacked.dtype.kind == "f" else np.int64, copy=False)
     return np.asarray(actions, dtype=np.int64)
 
 
