@@ -158,3 +158,15 @@ def test_predator_prey_episodes_are_rated_as_teams():
     restored = PlacementRatings()
     restored.load_state(ratings.state())
     assert restored.table() == table
+
+
+def test_a_fixed_member_is_one_policy_id_per_side(tmp_path):
+    """random on the prey's seats in one env copy and on the predators' in another must not be
+    stacked into one batch (16- and 14-dim observations): each side has its own random id."""
+    values = _values({"name": "mpe2.simple_tag_v3", "kwargs": {"max_cycles": 25}})
+    values["league"] = {"snapshot_steps": 0, "fixed_opponents": {"random": 0.8}}
+    values["sampler"] = {**values["sampler"], "num_envs": 12}
+    values["stop"] = {"iterations": 2, "time_s": 0, "env_steps": 0}
+    summary = run_job(values, str(tmp_path))
+    members = {p["b"] for p in summary["payoff"]["pairs"]}
+    assert {"random:adversary", "random:agent"} <= members

@@ -24,6 +24,23 @@ ENV_FILES = sorted(p.stem for p in (Path(config_dir()) / "env").glob("*.yaml"))
 NEEDS = {"simple_tag": "mpe2", "simple_adversary": "mpe2", "simple_push": "mpe2", "simple_speaker_listener": "mpe2", "simple_spread": "mpe2", "pong": "multi_agent_ale_py"}
 
 
+def _short_run(env: dict, batch: int = 128, **sections: dict) -> dict:
+    """A short in-process run's config dict (one sampler, tiny PPO batches, quiet); ``sections`` merge in."""
+    values = {
+        "env": env,
+        "algo": {"name": "ppo", "params": {"train_batch_size": batch, "minibatch_size": min(batch, 64), "num_epochs": 1}},
+        "sampler": {"num_samplers": 1, "num_envs": 4, "fragment_length": 32, "remote": False},
+        "iteration": {"min_env_steps": 128},
+        "eval": {"interval": 1, "episodes": 4},
+        "stop": {"iterations": 2, "time_s": 0, "env_steps": 0},
+        "logging": {"tensorboard": False, "progress": False},
+        "verbose": False,
+    }
+    for key, value in sections.items():
+        values[key] = {**values[key], **value}
+    return values
+
+
 @pytest.mark.parametrize("name", ENV_FILES)
 def test_every_env_config_file_composes_and_validates(name):
     """`league-train env=<name>` for every file in configs/env (README short names included)."""
@@ -121,16 +138,7 @@ def test_a_top_level_user_module_trains_from_the_command_line(tmp_path):
 
 
 def test_single_agent_env_reports_mean_return_and_stops_on_it(tmp_path):
-    values = {
-        "env": {"name": "cartpole"},
-        "algo": {"name": "ppo", "params": {"train_batch_size": 128, "minibatch_size": 64, "num_epochs": 1}},
-        "sampler": {"num_samplers": 1, "num_envs": 4, "fragment_length": 32, "remote": False},
-        "iteration": {"min_env_steps": 128},
-        "eval": {"interval": 1, "episodes": 4},
-        "stop": {"iterations": 20, "time_s": 0, "env_steps": 0, "return_mean": 1.0},  # any episode returns >= 1
-        "logging": {"tensorboard": False, "progress": False},
-        "verbose": False,
-    }
+    values = _short_run({"name": "cartpole"}, stop={"iterations": 20, "return_mean": 1.0})  # any episode returns >= 1
     summary = run_job(values, str(tmp_path))
     assert summary["metric"] == "return" and summary["final_metric"] >= 1.0
     assert summary["iterations"] == 1, "stop.return_mean ends the run after the first evaluation"
@@ -138,16 +146,7 @@ def test_single_agent_env_reports_mean_return_and_stops_on_it(tmp_path):
 
 def test_in_process_evaluation_ends_within_the_time_budget(tmp_path):
     """An evaluation round asked for far more episodes than the budget allows stops with it."""
-    values = {
-        "env": {"name": "cartpole"},
-        "algo": {"name": "ppo", "params": {"train_batch_size": 128, "minibatch_size": 64, "num_epochs": 1}},
-        "sampler": {"num_samplers": 1, "num_envs": 4, "fragment_length": 32, "remote": False},
-        "iteration": {"min_env_steps": 128},
-        "eval": {"interval": 1, "episodes": 100_000},
-        "stop": {"iterations": 0, "time_s": 3.0, "env_steps": 0},
-        "logging": {"tensorboard": False, "progress": False},
-        "verbose": False,
-    }
+    values = _short_run({"name": "cartpole"}, eval={"episodes": 100_000}, stop={"iterations": 0, "time_s": 3.0})
     summary = run_job(values, str(tmp_path))
     assert summary["wall_time_s"] < 3.0 + 2.0, "past the budget by more than an iteration"
     assert summary["eval_return_mean"], "the episodes finished in time still count"
@@ -155,16 +154,10 @@ def test_in_process_evaluation_ends_within_the_time_budget(tmp_path):
 
 def test_long_episodes_get_a_warning_naming_the_fix(tmp_path):
     pytest.importorskip("mpe2")
-    values = {
-        "env": {"name": "mpe2.simple_spread_v3", "kwargs": {"max_cycles": 500}, "groups": {"team": ["*"]}},
-        "algo": {"name": "ppo", "params": {"train_batch_size": 64, "minibatch_size": 64, "num_epochs": 1}},
-        "sampler": {"num_samplers": 1, "num_envs": 2, "fragment_length": 16, "remote": False},
-        "iteration": {"min_env_steps": 0},
-        "eval": {"interval": 0},
-        "stop": {"iterations": 6, "time_s": 0, "env_steps": 0},
-        "logging": {"tensorboard": False, "progress": False},
-        "verbose": False,
-    }
+    values = _short_run(
+        {"name": "mpe2.simple_spread_v3", "kwargs": {"max_cycles": 500}, "groups": {"team": ["*"]}},
+        batch=64, sampler={"num_envs": 2, "fragment_length": 16}, iteration={"min_env_steps": 0}, eval={"interval": 0}, stop={"iterations": 6},
+    )
     with pytest.warns(UserWarning, match="no training episode finished.*sampler.num_envs"):
         run_job(values, str(tmp_path))
 
@@ -185,15 +178,7 @@ def test_image_preprocessing_by_config_and_a_sampler_sized_from_the_observation(
     assert obs.dtype == np.float32 and 0.0 <= obs.min() and obs.max() <= 1.0
     with pytest.raises(ValueError, match="unknown key.*'rezise'"):
         make_env(name, continuous=False, preprocess={"rezise": [48, 48]})
-    values = {
-        "env": {"name": name, "kwargs": {"continuous": False, "max_cycles": 20, "preprocess": {"grayscale": True, "resize": [32, 32]}}, "groups": {"team": ["*"]}},
-        "algo": {"name": "ppo", "params": {"train_batch_size": 256, "minibatch_size": 128, "num_epochs": 1}},
-        "sampler": {"num_samplers": 1, "num_envs": 2, "fragment_length": 10, "remote": False},
-        "iteration": {"min_env_steps": 20},
-        "eval": {"interval": 1, "episodes": 2},
-        "stop": {"iterations": 2, "time_s": 0, "env_steps": 0},
-        "logging": {"tensorboard": False, "progress": False},
-        "verbose": False,
-    }
+    env = {"name": name, "kwargs": {"continuous": False, "max_cycles": 20, "preprocess": {"grayscale": True, "resize": [32, 32]}}, "groups": {"team": ["*"]}}
+    values = _short_run(env, batch=256, sampler={"num_envs": 2, "fragment_length": 10}, iteration={"min_env_steps": 20}, eval={"episodes": 2})
     summary = run_job(values, str(tmp_path))
     assert summary["iterations"] == 2 and summary["metric"] == "return"

@@ -22,7 +22,7 @@ import numpy as np
 
 from league.flow.metrics import NUM_AGENT_STEPS_SAMPLED
 from league.leagues.base import TrainingLeague, Weights, load_frozen_policies
-from league.policy import PolicyFactory
+from league.policy import PolicyFactory, RandomPolicyFactory
 from league.population.matchmaking import Matchmaker, PFSPMatchmaker, UniformFSPMatchmaker
 from league.population.payoff import PayoffTable, outcome_from_returns
 from league.population.placement_ratings import placement_ratings
@@ -87,7 +87,8 @@ class GroupLeague(TrainingLeague):
         groups: group -> its agent ids.
         policy_groups: learning policy id -> the group it plays.
         algorithms: learning policy id -> its algorithm (it builds its snapshots' policies).
-        fixed: fixed members ``{policy_id: (factory, share of the non-focus groups' games)}``.
+        fixed: fixed members ``{name: (factory, share of the non-focus groups' games)}``; on
+            group ``g``'s seats member ``name`` is policy ``name:g`` (:meth:`seat_id`).
         payoff: the table group-vs-group results go into.
         snapshot_steps: a learning policy's sampled agent steps between its snapshots (0: never).
         self_play_prob: probability that another group plays its current learning policy.
@@ -135,16 +136,26 @@ class GroupLeague(TrainingLeague):
         """group -> its learning policy ids."""
         return {g: [p for p, pg in self.policy_groups.items() if pg == g] for g in self.groups}
 
+    def seat_id(self, member: str, group: str) -> str:
+        """The policy id of fixed member ``member`` on ``group``'s seats (``random:prey``): one id
+        per group, since a sampler batches a policy's seats together and the groups' observations
+        differ in shape."""
+        return f"{member}:{group}"
+
     def frozen_policies(self) -> dict[str, tuple[PolicyFactory, Weights | None]]:
-        """Fixed members, then every learning policy's snapshots with their weights."""
-        out: dict[str, tuple[PolicyFactory, Weights | None]] = {pid: (f, None) for pid, (f, _) in self.fixed.items()}
+        """Fixed members (one id per group, the evaluation opponent ``random`` among them),
+        then every learning policy's snapshots with their weights."""
+        fixed = {**self.fixed, **({} if "random" in self.fixed else {"random": (RandomPolicyFactory(), 0.0)})}
+        out: dict[str, tuple[PolicyFactory, Weights | None]] = {
+            self.seat_id(pid, g): (f, None) for pid, (f, _) in fixed.items() for g in self.groups
+        }
         for pid, pool in self.pools.items():
             out.update({s.policy_id: (self.algorithms[pid], s.weights) for s in pool.snapshots})
         return out
 
     def opponent_probabilities(self, focus: str, group: str) -> dict[str, float]:
         """Who plays ``group`` while learning policy ``focus`` plays its own group."""
-        fixed = {pid: share for pid, (_, share) in self.fixed.items() if share > 0}
+        fixed = {self.seat_id(pid, group): share for pid, (_, share) in self.fixed.items() if share > 0}
         own = self.learners()[group]
         snaps = [s.policy_id for pid in own for s in self.pools[pid].snapshots]
         rest = 1.0 - sum(fixed.values())
@@ -166,13 +177,19 @@ class GroupLeague(TrainingLeague):
         return GroupMatchups(self.groups, self.learners(), opponents)
 
     def evaluation_source(self, policy_id: str, opponent: str) -> MatchupSource:
-        """``policy_id`` on every seat of its group, ``opponent`` on every other seat."""
+        """``policy_id`` on every seat of its group, ``opponent`` (its id for each group, where it
+        is a fixed member) on every other seat."""
         mine = self.policy_groups[policy_id]
-        return FixedMatchups({a: policy_id if g == mine else opponent for g, members in self.groups.items() for a in members})
+        frozen = self.frozen_policies()
+
+        def other(g: str) -> str:
+            return self.seat_id(opponent, g) if self.seat_id(opponent, g) in frozen else opponent
+
+        return FixedMatchups({a: policy_id if g == mine else other(g) for g, members in self.groups.items() for a in members})
 
     def record(self, episodes: list[dict[str, Any]]) -> None:
         """Every learning policy's group against each other group's policy, by mean group return."""
-        members = set(self.learning) | set(self.fixed) | {s.policy_id for pool in self.pools.values() for s in pool.snapshots}
+        members = set(self.learning) | set(self.frozen_policies())
         for ep in episodes:
             seats = ep["policies"]
             played = {g: seats.get(m[0]) for g, m in self.groups.items()}
