@@ -48,6 +48,7 @@ def test_groups_resolve_by_pattern_and_auto_by_prefix():
     }
     assert auto_groups(specs) == {"adversary": ["adversary_0", "adversary_1"], "agent": ["agent_0"]}
     assert auto_groups({"player_0": A, "player_1": A}) is None  # symmetric: plain self-play
+    assert auto_groups({"p_0": A, "p_1": B}) is None  # ids do not split the spaces: env.groups must say (config error)
 
 
 @pytest.mark.parametrize(
@@ -170,3 +171,15 @@ def test_a_fixed_member_is_one_policy_id_per_side(tmp_path):
     summary = run_job(values, str(tmp_path))
     members = {p["b"] for p in summary["payoff"]["pairs"]}
     assert {"random:adversary", "random:agent"} <= members
+
+
+def test_a_group_league_resumes_with_its_snapshots_payoff_and_ratings(tmp_path):
+    first = run_job(_values({"name": "mpe2.simple_tag_v3", "kwargs": {"max_cycles": 25}}), str(tmp_path / "a"))
+    resumed = run_job(
+        _values({"name": "mpe2.simple_tag_v3", "kwargs": {"max_cycles": 25}}, resume=first["checkpoints"][-1], stop={"iterations": 4, "time_s": 0, "env_steps": 0}),
+        str(tmp_path / "b"),
+    )
+    assert resumed["start_iteration"] == 3 and resumed["iterations"] == 4
+    assert first["snapshots"] and set(first["snapshots"]) <= set(resumed["snapshots"])  # restored, then more taken
+    pairs = lambda summary: {(p["a"], p["b"]) for p in summary["payoff"]["pairs"]}  # noqa: E731
+    assert pairs(first) <= pairs(resumed)
