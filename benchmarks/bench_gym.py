@@ -15,6 +15,7 @@ Usage::
 
     python benchmarks/bench_gym.py --config cartpole_ppo --env-steps 100000
     python benchmarks/bench_gym.py --env gymnasium:Acrobot-v1 --algo ppo --set vf_coef=0.01
+    python benchmarks/bench_gym.py --config lunarlander_ppo --env-set continuous=true --env-steps 1000000
 
 Env steps are the yardstick; ``env_steps_per_s`` depends on what else the machine runs.
 """
@@ -99,6 +100,7 @@ def main() -> None:
     p.add_argument("--report-every", type=int, default=10_000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="algorithm parameter override")
+    p.add_argument("--env-set", action="append", default=[], metavar="KEY=VALUE", help="env kwarg, e.g. continuous=true")
     a = p.parse_args()
     exp = load_experiment(a.config) if a.config else {}
     env = a.env or exp.get("env", {}).get("name") or "cartpole"
@@ -108,7 +110,11 @@ def main() -> None:
         key, _, value = item.partition("=")
         params[key] = yaml.safe_load(value)
     sections = {k: exp[k] for k in ("sampler", "iteration", "league") if k in exp}
-    run(env, algo, params, a.env_steps, a.report_every, a.seed, sections, exp.get("env", {}).get("kwargs", {}))
+    env_kwargs = dict(exp.get("env", {}).get("kwargs", {}))
+    for item in a.env_set:
+        key, _, value = item.partition("=")
+        env_kwargs[key] = yaml.safe_load(value)
+    run(env, algo, params, a.env_steps, a.report_every, a.seed, sections, env_kwargs)
 
 
 if __name__ == "__main__":
