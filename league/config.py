@@ -496,7 +496,13 @@ PYTHON_DEFAULTS: dict[str, dict[str, Any]] = {
 
 
 def run_config(
-    env: str, policies: Mapping[str, Any] | None = None, opponents: Mapping[str, float] | None = None, **sections: Any
+    env: str,
+    policies: Mapping[str, Any] | None = None,
+    opponents: Mapping[str, float] | None = None,
+    *,
+    env_kwargs: Mapping[str, Any] | None = None,
+    groups: Mapping[str, Any] | None = None,
+    **sections: Any,
 ) -> RunConfig:
     """A validated :class:`RunConfig` built in Python: the same object ``league-train``
     builds from Hydra.
@@ -506,12 +512,16 @@ def run_config(
         policies: learning policy id -> its algorithm's typed config (``PPOConfig(...)``,
             ``DQNConfig(...)``) or a :class:`PolicyConfig`. None: one ``main`` policy of ``algo``.
         opponents: fixed members and their share of training games, e.g. ``{"random": 0.2}``.
+        env_kwargs: the env constructor's keyword arguments (``env.kwargs``).
+        groups: the env's sides, ``{"predator": ["adversary_*"], "prey": ["agent_*"]}``
+            (``env.groups``); a policy plays the group of its own name, or the one its
+            :class:`PolicyConfig` names (``PolicyConfig("ppo", group="predator")``).
         sections: any other config section as a dict (``sampler={"num_envs": 16}``, ``seed=3``);
             merged over :data:`PYTHON_DEFAULTS`.
     """
     by_config = {cls.config_class: name for name, cls in ALGORITHMS.items()}
     values: dict[str, Any] = {key: dict(value) for key, value in PYTHON_DEFAULTS.items()}
-    values["env"] = {"name": env}
+    values["env"] = {"name": env, "kwargs": dict(env_kwargs or {}), "groups": {g: list(p) for g, p in (groups or {}).items()}}
     values["verbose"] = False
     for pid, algo_cfg in (policies or {}).items():
         if isinstance(algo_cfg, PolicyConfig):

@@ -183,3 +183,24 @@ def test_a_group_league_resumes_with_its_snapshots_payoff_and_ratings(tmp_path):
     assert first["snapshots"] and set(first["snapshots"]) <= set(resumed["snapshots"])  # restored, then more taken
     pairs = lambda summary: {(p["a"], p["b"]) for p in summary["payoff"]["pairs"]}  # noqa: E731
     assert pairs(first) <= pairs(resumed)
+
+
+def test_python_api_gives_each_side_its_algorithm(tmp_path):
+    from league import Trainer
+    from league.algos import DQNConfig
+    from league.config import PolicyConfig
+
+    trainer = Trainer(
+        "mpe2.simple_tag_v3",
+        policies={"hunters": PolicyConfig("ppo", {"train_batch_size": 128, "minibatch_size": 64}, group="predator"), "prey": DQNConfig(learning_starts=50)},
+        groups={"predator": ["adversary_*"], "prey": ["agent_*"]},
+        env_kwargs={"max_cycles": 25},
+        sampler={"num_envs": 4, "fragment_length": 25},
+        run_dir=tmp_path,
+    )
+    try:
+        trainer.train(env_steps=600)
+        result = trainer.evaluate(episodes=4)
+    finally:
+        trainer.close()
+    assert set(result) == {"hunters", "prey"} and all(0.0 <= r["random"] <= 1.0 for r in result.values())
