@@ -223,6 +223,25 @@ def test_actor_critic_algorithms_train_on_a_continuous_multi_agent_env(algo, tmp
     assert any(k.startswith("main/") and k.endswith("entropy") for k in trainer.history[-1])
 
 
+@pytest.mark.parametrize("algo", ["ppo", "sac"])
+def test_continuous_runs_resume_with_their_running_statistics(algo, tmp_path):
+    """A continuous run's checkpoint restores the model with its normalisers (PPO) or twin critics and
+    temperature (SAC), and the resumed run goes on from the saved iteration."""
+    pytest.importorskip("mpe2")
+    params = ({"train_batch_size": 128, "minibatch_size": 64, "num_epochs": 1, "normalize_obs": True, "normalize_values": True}
+              if algo == "ppo" else {"train_batch_size": 32, "learning_starts": 64, "training_intensity": 2.0,
+                                     "buffer_size": 2000, "hidden": [32, 32]})
+    first, summary = train_continuous(tmp_path / "run", algo={"name": algo, "params": params})
+    saved = first.learner.get_weights(["main"])["main"]
+    if algo == "ppo":
+        assert not np.allclose(saved["obs_norm.mean"], 0.0) and saved["value_norm.count"] > 1
+    resumed, again = train_continuous(tmp_path / "resumed", algo={"name": algo, "params": params}, resume=str(tmp_path / "run"),
+                                      stop={"iterations": 6})
+    assert summary["iterations"] == 5 and again["start_iteration"] == 5 and again["iterations"] == 6
+    if algo == "ppo":  # the statistics went on counting from the checkpoint's, not from zero
+        assert resumed.learner.get_weights(["main"])["main"]["value_norm.count"] > saved["value_norm.count"]
+
+
 class ReachTarget(gym.Env):
     """One-step episodes: observe a target in [-1, 1]^2, act in [-2, 2]^2, reward ``-|action - target|^2``."""
 
