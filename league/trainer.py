@@ -194,6 +194,7 @@ class Trainer:
                 print(f"league-train: run directory {self.run_dir}{resumed}\nplan\n{self.plan}", flush=True)
         self.progress = make_progress(self.cfg, self.iteration, self.env_steps)
         start = time.perf_counter()
+        self._deadline = start + stop.time_s if stop.time_s else None  # an iteration ends with the budget too
         try:
             while not stop_reached(stop, self.clock, time.perf_counter() - start, self.win_rates, self.evaluation.returns):
                 try:
@@ -220,6 +221,9 @@ class Trainer:
             self.clock.env_steps = int(self.plan.metrics.counters.get(NUM_ENV_STEPS_SAMPLED, self.env_steps))
             if self.env_steps - start >= minimum.min_env_steps and time.perf_counter() - t0 >= minimum.min_time_s:
                 return items
+            deadline = getattr(self, "_deadline", None)
+            if deadline is not None and time.perf_counter() >= deadline:
+                return items  # slow envs (images, 20 agents): the run's time budget ends an iteration early
 
     def step(self, elapsed: float) -> dict[str, Any]:
         """One iteration: training steps of the plan, the league's bookkeeping, evaluation, a metrics row."""

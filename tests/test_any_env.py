@@ -182,3 +182,10 @@ def test_image_preprocessing_by_config_and_a_sampler_sized_from_the_observation(
     values = _short_run(env, batch=256, sampler={"num_envs": 2, "fragment_length": 10}, iteration={"min_env_steps": 20}, eval={"episodes": 2})
     summary = run_job(values, str(tmp_path))
     assert summary["iterations"] == 2 and summary["metric"] == "return"
+
+
+def test_an_iteration_longer_than_the_budget_ends_with_it(tmp_path):
+    """iteration.min_env_steps that a slow env would need minutes for: stop.time_s still ends the run."""
+    values = _short_run({"name": "cartpole"}, iteration={"min_env_steps": 10**9}, eval={"interval": 0}, stop={"iterations": 0, "time_s": 2.0})
+    summary = run_job(values, str(tmp_path))
+    assert summary["iterations"] == 1 and summary["wall_time_s"] < 2.0 + 2.0
