@@ -54,15 +54,11 @@ def run(env: str, algo: str, params: dict[str, Any], env_steps: int, report_ever
     run_dir = tempfile.mkdtemp(prefix="bench_gym_")
     sampler = {"remote": False, "num_samplers": 1, "num_envs": 8, "fragment_length": 256, **sections.get("sampler", {})}
     iteration = {"min_env_steps": 2048, **sections.get("iteration", {})}
-    from league.config import run_config
-
-    cfg = run_config(
-        env, policies={"main": PolicyConfig(algo=algo, params=params)}, opponents={},
+    trainer = Trainer(
+        env, run_dir, policies={"main": PolicyConfig(algo=algo, params=params)}, opponents={}, env_kwargs=dict(env_kwargs),
         sampler=sampler, iteration=iteration, eval={"interval": 0}, seed=seed, league=sections.get("league", {}),
         checkpoint={"interval": 0},
     )
-    cfg.env.kwargs = dict(env_kwargs)
-    trainer = Trainer(cfg, run_dir)
     rows: list[dict[str, Any]] = []
     start, returns, next_report = time.perf_counter(), [], report_every
     try:
