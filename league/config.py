@@ -289,8 +289,10 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
         specs = {agent: env.spec(agent) for agent in env.possible_agents}
     finally:
         env.close()
-    group_specs = _resolve_env_groups(cfg, specs)
-    _bound_fragment_memory(cfg, specs)
+    from league.run.env_checks import bound_fragment_memory, policy_group, resolve_env_groups
+
+    group_specs = resolve_env_groups(cfg, specs)
+    bound_fragment_memory(cfg, specs)
     spec = next(iter(specs.values()))
     # The algorithm validates its own hyperparameters (unknown keys, ranges), for each spec it meets.
     for group_spec in group_specs.values() or [spec]:
@@ -302,7 +304,7 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
             raise ValueError(f"unknown algorithm '{pc.algo}' (policies.{pid}.algo); known: {sorted(ALGORITHMS)}")
         if pid in ("random",) or "@" in pid:
             raise ValueError(f"policy id '{pid}' is reserved (random, or contains '@' used by snapshots)")
-        pc.group = _policy_group(pid, pc.group, group_specs)
+        pc.group = policy_group(pid, pc.group, group_specs)
         ALGORITHMS[pc.algo](group_specs[pc.group] if pc.group else spec, pc.params)
         policies[pid] = pc
     cfg.policies = policies
@@ -359,72 +361,6 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
     if cfg.eval.opponent != "random":
         raise ValueError(f"eval.opponent '{cfg.eval.opponent}' is not supported (known: random)")
     return cfg
-
-
-#: The most observation bytes one sampler's fragment may hold; larger configs are shrunk.
-MAX_FRAGMENT_BYTES = 1 << 30
-
-
-def _bound_fragment_memory(cfg: RunConfig, specs: Mapping[str, Any]) -> None:
-    """Shrink ``sampler.num_envs`` (then ``fragment_length``) until a fragment's float32
-    observations (env copies x steps x agents x observation size) fit in
-    :data:`MAX_FRAGMENT_BYTES`, with a warning naming the change: image envs (pistonball's 20
-    agents see 457x120x3 pixels each) would otherwise allocate tens of GB per sampler."""
-    import math
-    import warnings
-
-    s = cfg.sampler
-    per_step = sum(4 * math.prod(spec.obs_shape) for spec in specs.values())
-    if s.num_envs * s.fragment_length * per_step <= MAX_FRAGMENT_BYTES:
-        return
-    before = (s.num_envs, s.fragment_length)
-    s.num_envs = max(1, min(s.num_envs, MAX_FRAGMENT_BYTES // (s.fragment_length * per_step)))
-    s.fragment_length = max(1, min(s.fragment_length, MAX_FRAGMENT_BYTES // (s.num_envs * per_step)))
-    warnings.warn(
-        f"env '{cfg.env.name}': {len(specs)} agents observe {per_step / 2**20:.2f} MiB per env step, so sampler.num_envs "
-        f"{before[0]} x sampler.fragment_length {before[1]} would hold {before[0] * before[1] * per_step / 2**30:.1f} GiB "
-        f"per sampler; using num_envs {s.num_envs}, fragment_length {s.fragment_length}. Shrink the observations "
-        "(+env.kwargs.preprocess={grayscale: true, resize: [84, 84]}) or set both sizes yourself",
-        stacklevel=2,
-    )
-
-
-def _resolve_env_groups(cfg: RunConfig, specs: Mapping[str, Any]) -> dict[str, Any]:
-    """``env.groups`` checked against the env's agents (explicit, or by agent-id prefix when the
-    agents' spaces differ), written back as explicit patterns; returns group -> spec ({} without groups)."""
-    from league.envs.groups import auto_groups, resolve_groups
-
-    patterns = cfg.env.groups
-    if not patterns:
-        patterns = auto_groups(specs) or {}
-        if not patterns and len(set(specs.values())) > 1:
-            detail = ", ".join(f"{a}: obs {s.obs_shape}, {s.num_actions} actions" for a, s in specs.items())
-            raise ValueError(
-                f"env '{cfg.env.name}' gives its agents different spaces ({detail}), and their ids do not split "
-                "into sides of identical agents; declare the sides with env.groups, e.g. "
-                "'+env.groups={side_a: [agent_a*], side_b: [agent_b*]}'"
-            )
-    if not patterns:
-        return {}
-    groups = resolve_groups(patterns, specs, cfg.env.name)
-    cfg.env.groups = {g: list(p) if not isinstance(p, str) else [p] for g, p in patterns.items()}
-    return {g: specs[members[0]] for g, members in groups.items()}
-
-
-def _policy_group(pid: str, group: str | None, group_specs: Mapping[str, Any]) -> str | None:
-    """The group policy ``pid`` plays: its ``group`` key, else the group named ``pid``, else the only group."""
-    if not group_specs:
-        if group is not None:
-            raise ValueError(f"policies.{pid}.group is '{group}', but the env has no groups (env.groups is empty)")
-        return None
-    if group is None:
-        group = pid if pid in group_specs else next(iter(group_specs)) if len(group_specs) == 1 else None
-    if group not in group_specs:
-        raise ValueError(
-            f"policies.{pid} plays no group of env.groups {list(group_specs)}"
-            + (f" (its group '{group}' is unknown)" if group else f"; set policies.{pid}.group to one of them")
-        )
-    return group
 
 
 def _fill_group_policies(cfg: RunConfig) -> None:

@@ -1,0 +1,80 @@
+"""Checks of a run config against its env, made once by :func:`~league.config.parse_run_config`
+(the env is built there already): ``env.groups`` resolved against the env's agents and
+specs (explicit, or by agent-id prefix), the group each policy plays, and sampler sizes
+bounded by the memory a fragment of observations takes.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from league.config import RunConfig
+
+__all__ = ["MAX_FRAGMENT_BYTES", "bound_fragment_memory", "resolve_env_groups", "policy_group"]
+
+
+#: The most observation bytes one sampler's fragment may hold; larger configs are shrunk.
+MAX_FRAGMENT_BYTES = 1 << 30
+
+
+def bound_fragment_memory(cfg: RunConfig, specs: Mapping[str, Any]) -> None:
+    """Shrink ``sampler.num_envs`` (then ``fragment_length``) until a fragment's float32
+    observations (env copies x steps x agents x observation size) fit in
+    :data:`MAX_FRAGMENT_BYTES`, with a warning naming the change: image envs (pistonball's 20
+    agents see 457x120x3 pixels each) would otherwise allocate tens of GB per sampler."""
+    s = cfg.sampler
+    per_step = sum(4 * math.prod(spec.obs_shape) for spec in specs.values())
+    if s.num_envs * s.fragment_length * per_step <= MAX_FRAGMENT_BYTES:
+        return
+    before = (s.num_envs, s.fragment_length)
+    s.num_envs = max(1, min(s.num_envs, MAX_FRAGMENT_BYTES // (s.fragment_length * per_step)))
+    s.fragment_length = max(1, min(s.fragment_length, MAX_FRAGMENT_BYTES // (s.num_envs * per_step)))
+    warnings.warn(
+        f"env '{cfg.env.name}': {len(specs)} agents observe {per_step / 2**20:.2f} MiB per env step, so sampler.num_envs "
+        f"{before[0]} x sampler.fragment_length {before[1]} would hold {before[0] * before[1] * per_step / 2**30:.1f} GiB "
+        f"per sampler; using num_envs {s.num_envs}, fragment_length {s.fragment_length}. Shrink the observations "
+        "(+env.kwargs.preprocess={grayscale: true, resize: [84, 84]}) or set both sizes yourself",
+        stacklevel=2,
+    )
+
+
+def resolve_env_groups(cfg: RunConfig, specs: Mapping[str, Any]) -> dict[str, Any]:
+    """``env.groups`` checked against the env's agents (explicit, or by agent-id prefix when the
+    agents' spaces differ), written back as explicit patterns; returns group -> spec ({} without groups)."""
+    from league.envs.groups import auto_groups, resolve_groups
+
+    patterns = cfg.env.groups
+    if not patterns:
+        patterns = auto_groups(specs) or {}
+        if not patterns and len(set(specs.values())) > 1:
+            detail = ", ".join(f"{a}: obs {s.obs_shape}, {s.num_actions} actions" for a, s in specs.items())
+            raise ValueError(
+                f"env '{cfg.env.name}' gives its agents different spaces ({detail}), and their ids do not split "
+                "into sides of identical agents; declare the sides with env.groups, e.g. "
+                "'+env.groups={side_a: [agent_a*], side_b: [agent_b*]}'"
+            )
+    if not patterns:
+        return {}
+    groups = resolve_groups(patterns, specs, cfg.env.name)
+    cfg.env.groups = {g: list(p) if not isinstance(p, str) else [p] for g, p in patterns.items()}
+    return {g: specs[members[0]] for g, members in groups.items()}
+
+
+def policy_group(pid: str, group: str | None, group_specs: Mapping[str, Any]) -> str | None:
+    """The group policy ``pid`` plays: its ``group`` key, else the group named ``pid``, else the only group."""
+    if not group_specs:
+        if group is not None:
+            raise ValueError(f"policies.{pid}.group is '{group}', but the env has no groups (env.groups is empty)")
+        return None
+    if group is None:
+        group = pid if pid in group_specs else next(iter(group_specs)) if len(group_specs) == 1 else None
+    if group not in group_specs:
+        raise ValueError(
+            f"policies.{pid} plays no group of env.groups {list(group_specs)}"
+            + (f" (its group '{group}' is unknown)" if group else f"; set policies.{pid}.group to one of them")
+        )
+    return group
