@@ -47,7 +47,18 @@ void bind_game(py::module_& m, const char* name, const char* doc) {
              return new B(n, seed);
            }),
            py::arg("num_envs"), py::arg("seed") = 0)
-      .def("seed", &B::seed, py::arg("seed"), "Reseed the generator of random_actions.")
+      .def("seed", &B::seed, py::arg("seed"), "Reseed the generator of random_actions and openings.")
+      .def_property(
+          "opening_plies", &B::opening_plies,
+          [](B& b, int plies) {
+            if (plies < 0 || plies > G::kMaxOpening)
+              throw py::value_error("opening_plies must be in 0.." + std::to_string(G::kMaxOpening) +
+                                    " for this game (more could decide it before either player acts), got " +
+                                    std::to_string(plies));
+            b.set_opening_plies(plies);
+          },
+          "Games begun from now on open with 0..opening_plies uniformly random legal moves.")
+      .def_property_readonly_static("max_opening_plies", [](py::object) { return G::kMaxOpening; })
       .def(
           "random_actions",
           [](B& b, py::handle out) {

@@ -53,6 +53,7 @@ void write_planes(uint64_t mine, uint64_t theirs, float* obs) {
 // Bitboard of one player: bit k is cell k (= action k), row r is bits 3r..3r+2.
 struct TicTacToe {
   static constexpr int kRows = 3, kCols = 3, kCells = 9, kActions = 9;
+  static constexpr int kMaxOpening = 4;  // the first possible win is the fifth move
   static constexpr uint16_t kLines[8] = {0007, 0070, 0700, 0111, 0222, 0444, 0421, 0124};
   uint16_t pos[2];  // cells of agent 0 (player_1, moves first) and agent 1
   uint8_t player;   // agent index to move
@@ -87,6 +88,7 @@ struct TicTacToe {
 // 7 or 9 (diagonals) never wraps from one row into the next; 8 is vertical.
 struct ConnectFour {
   static constexpr int kRows = 6, kCols = 7, kCells = 42, kActions = 7;
+  static constexpr int kMaxOpening = 6;  // the first possible win is the seventh move
   uint64_t pos[2];         // pieces of agent 0 and agent 1
   uint8_t heights[kCols];  // pieces in each column
   uint8_t player;
@@ -138,6 +140,11 @@ class Batch {
   explicit Batch(int64_t n, uint64_t seed = 0) : games_(static_cast<size_t>(n)), rng_(seed) {
     for (auto& g : games_) g.reset();
   }
+  // Exploring starts: every game begun from now on opens with k uniformly random legal
+  // moves, k drawn uniformly from 0..plies (at most G::kMaxOpening, so an opening never
+  // decides a game). 0 (the default): games start from the empty board.
+  void set_opening_plies(int plies) { opening_plies_ = plies; }
+  int opening_plies() const { return opening_plies_; }
   void seed(uint64_t s) { rng_.reseed(s); }
   int64_t size() const { return static_cast<int64_t>(games_.size()); }
   const G& game(int64_t i) const { return games_[static_cast<size_t>(i)]; }
@@ -150,23 +157,13 @@ class Batch {
   }
 
   void reset_all() {
-    for (auto& g : games_) g.reset();
+    for (auto& g : games_) restart(g);
   }
-  void reset_one(int64_t i) { games_[static_cast<size_t>(i)].reset(); }
+  void reset_one(int64_t i) { restart(games_[static_cast<size_t>(i)]); }
 
   // A uniformly random legal action per copy (random players and benchmarks, no numpy draw).
   void random_actions(int64_t* out) {
-    int8_t legal[G::kActions];
-    for (size_t i = 0; i < games_.size(); ++i) {
-      games_[i].mask(legal);
-      int count = 0;
-      for (int a = 0; a < G::kActions; ++a) count += legal[a];
-      int k = static_cast<int>(rng_.below(static_cast<uint64_t>(count)));
-      int a = 0;
-      for (; a < G::kActions; ++a)
-        if (legal[a] && k-- == 0) break;
-      out[i] = a;
-    }
+    for (size_t i = 0; i < games_.size(); ++i) out[i] = random_action(games_[i]);
   }
 
   // Observation, mask and agent to move of every copy.
@@ -187,7 +184,7 @@ class Batch {
         r[mover] = 1.0f;
         r[mover ^ 1] = -1.0f;
       }
-      if (out != kOngoing) g.reset();
+      if (out != kOngoing) restart(g);
       write(g, obs + i * kObs, mask + i * G::kActions, agent + i);
     }
   }
@@ -199,8 +196,27 @@ class Batch {
     *agent = g.player;
   }
 
+  int random_action(const G& g) {
+    int8_t legal[G::kActions];
+    g.mask(legal);
+    int count = 0;
+    for (int a = 0; a < G::kActions; ++a) count += legal[a];
+    int k = static_cast<int>(rng_.below(static_cast<uint64_t>(count)));
+    int a = 0;
+    for (; a < G::kActions; ++a)
+      if (legal[a] && k-- == 0) break;
+    return a;
+  }
+  void restart(G& g) {
+    g.reset();
+    if (opening_plies_ == 0) return;
+    const int k = static_cast<int>(rng_.below(static_cast<uint64_t>(opening_plies_) + 1));
+    for (int i = 0; i < k; ++i) g.play(random_action(g));  // never ends the game: k <= kMaxOpening
+  }
+
   std::vector<G> games_;
   Rng rng_;
+  int opening_plies_ = 0;
 };
 
 }  // namespace boards

@@ -52,6 +52,11 @@ class EnvConfig:
     # connect_four in the C++ core, batched: league.envs.boards; same rules and observations)
     # or "auto" (cpp where the env has it and takes no kwargs).
     backend: str = "auto"
+    # Exploring starts (league.envs.openings): each training episode of a turn-based game of
+    # two or more players opens with 0..opening_plies uniformly random legal moves nobody learns
+    # from, so the league keeps meeting openings self-play stops playing (docs/STRENGTH.md).
+    # Evaluation plays whole games. Ignored, with a warning, on other envs.
+    opening_plies: int = 0
 
 
 @dataclass
@@ -285,11 +290,13 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
         raise
     except TypeError as err:
         raise ValueError(f"env '{cfg.env.name}' rejected env.kwargs {cfg.env.kwargs}: {err}") from err
+    from league.run.env_checks import bound_fragment_memory, check_openings, policy_group, resolve_env_groups
+
     try:
         specs = {agent: env.spec(agent) for agent in env.possible_agents}
+        check_openings(cfg, env)
     finally:
         env.close()
-    from league.run.env_checks import bound_fragment_memory, policy_group, resolve_env_groups
 
     group_specs = resolve_env_groups(cfg, specs)
     bound_fragment_memory(cfg, specs)

@@ -21,7 +21,7 @@ from league.envs import make_env
 from league.envs.pettingzoo_env import PettingZooParallelEnv
 
 ENV_FILES = sorted(p.stem for p in (Path(config_dir()) / "env").glob("*.yaml"))
-NEEDS = {"simple_tag": "mpe2", "simple_adversary": "mpe2", "simple_push": "mpe2", "simple_speaker_listener": "mpe2", "simple_spread": "mpe2", "pong": "multi_agent_ale_py"}
+NEEDS = {"simple_tag": "mpe2", "simple_adversary": "mpe2", "simple_push": "mpe2", "simple_speaker_listener": "mpe2", "simple_spread": "mpe2", "pong": "multi_agent_ale_py", "pistonball": "pymunk"}
 
 
 def _short_run(env: dict, batch: int = 128, **sections: dict) -> dict:

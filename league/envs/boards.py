@@ -71,22 +71,29 @@ def as_actions(actions: Any, n: int, what: str) -> np.ndarray:
 
 class BoardBatchedEnv(BatchedMultiAgentEnv):
     """``num_envs`` copies of a C++ board game; one row per copy (the agent to move).
-    ``seed`` seeds :meth:`random_actions` only (the games have no randomness).
+    ``seed`` seeds :meth:`random_actions` and the openings (the games have no other
+    randomness). ``opening_plies``: every game opens with 0..opening_plies uniformly random
+    legal moves, drawn in C++ (exploring starts, :mod:`league.envs.openings`; at most 4 for
+    tic-tac-toe and 6 for connect four, so an opening never decides a game).
 
     The returned :class:`BatchStep` arrays are this env's own buffers, overwritten by the
     next ``step``. Rewards, ``done`` and the next state are PettingZoo's; a finished copy
     restarts at once with the first agent to move.
     """
 
-    def __init__(self, name: str, num_envs: int, seed: int = 0) -> None:
+    def __init__(self, name: str, num_envs: int, seed: int = 0, opening_plies: int = 0) -> None:
         game = _game(name)
         if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
             raise ValueError(f"num_envs must be an int >= 1, got {num_envs!r}")
+        if isinstance(opening_plies, bool) or not isinstance(opening_plies, (int, np.integer)):
+            raise ValueError(f"opening_plies must be an int, got {opening_plies!r}")
         self.name = name
         self.num_envs = n = int(num_envs)
         self.possible_agents = list(game.agents)
         self.agent_spec = game.spec
         self._core = game.core(n, seed)
+        self._core.opening_plies = int(opening_plies)  # ValueError past the game's bound
+        self._core.reset_all()
         spec = self.agent_spec
         self._obs = np.zeros((n, *spec.obs_shape), np.float32)
         self._mask = np.zeros((n, spec.num_actions), np.int8)

@@ -139,6 +139,7 @@ def make_samplers(cfg: RunConfig, iteration: int, algorithms: Mapping[str, Algor
         fragment_length=s.fragment_length,
         max_consecutive_env_failures=s.max_consecutive_env_failures,
         env_backend=cfg.env.backend,
+        opening_plies=cfg.env.opening_plies,
     )
     seed = sampler_seed(cfg.seed, iteration)
     if s.remote:

@@ -1,7 +1,8 @@
 """Checks of a run config against its env, made once by :func:`~league.config.parse_run_config`
 (the env is built there already): ``env.groups`` resolved against the env's agents and
 specs (explicit, or by agent-id prefix), the group each policy plays, and sampler sizes
-bounded by the memory a fragment of observations takes.
+bounded by the memory a fragment of observations takes, and exploring starts
+(``sampler.opening_plies``) only where the game allows them.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from league.config import RunConfig
+    from league.envs.base import MultiAgentEnv
 
-__all__ = ["MAX_FRAGMENT_BYTES", "bound_fragment_memory", "resolve_env_groups", "policy_group"]
+__all__ = ["MAX_FRAGMENT_BYTES", "bound_fragment_memory", "resolve_env_groups", "policy_group", "check_openings"]
 
 
 #: The most observation bytes one sampler's fragment may hold; larger configs are shrunk.
@@ -78,3 +80,38 @@ def policy_group(pid: str, group: str | None, group_specs: Mapping[str, Any]) ->
             + (f" (its group '{group}' is unknown)" if group else f"; set policies.{pid}.group to one of them")
         )
     return group
+
+
+def check_openings(cfg: RunConfig, env: MultiAgentEnv) -> None:
+    """Check ``env.opening_plies`` against the env: ValueError when negative or past a C++
+    board game's bound; on an env that is not a turn-based game of two or more players
+    (single-agent, simultaneous moves, Box actions) a warning, and it is set to 0."""
+    from league.envs.boards import BOARD_GAMES, resolve_backend
+    from league.envs.openings import RandomOpenings
+
+    plies = cfg.env.opening_plies
+    if isinstance(plies, bool) or not isinstance(plies, int) or plies < 0:
+        raise ValueError(f"env.opening_plies must be an int >= 0, got {plies!r}")
+    if plies == 0:
+        return
+    if resolve_backend(cfg.env.name, cfg.env.backend, dict(cfg.env.kwargs)) == "cpp":
+        bound = BOARD_GAMES[cfg.env.name].core.max_opening_plies
+        if plies > bound:
+            raise ValueError(
+                f"env.opening_plies={plies} is over {cfg.env.name}'s bound of {bound} "
+                "(a longer opening could decide the game before either player acts)"
+            )
+        return
+    reason = "it has one agent" if len(env.possible_agents) < 2 else None
+    if reason is None:
+        try:
+            RandomOpenings(env, plies, seed=0).reset(seed=cfg.seed)
+        except ValueError as err:
+            reason = str(err).split(";")[0]
+    if reason:
+        warnings.warn(
+            f"env.opening_plies={plies} ignored for env {cfg.env.name!r}: exploring starts need a turn-based game of "
+            f"two or more players with Discrete actions ({reason})",
+            stacklevel=2,
+        )
+        cfg.env.opening_plies = 0

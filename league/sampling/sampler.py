@@ -21,6 +21,7 @@ from league.envs import make_env
 from league.envs.base import AgentSpec
 from league.policy import Policy, PolicyFactory
 from league.envs.boards import BoardBatchedEnv, resolve_backend
+from league.envs.openings import RandomOpenings
 from league.sampling.batched_runner import BatchedRunner
 from league.sampling.env_runner import EnvRunner
 from league.sampling.matchups import MatchupSource
@@ -32,13 +33,18 @@ __all__ = ["Sampler", "make_remote_samplers"]
 
 
 class _EnvFactory:
-    """Picklable ``() -> MultiAgentEnv`` for one env name and kwargs."""
+    """Picklable ``() -> MultiAgentEnv`` for one env name and kwargs; with ``opening_plies``
+    each env it makes opens its episodes at random (:class:`RandomOpenings`, seeded by ``rng``)."""
 
-    def __init__(self, name: str, kwargs: Mapping[str, Any]) -> None:
+    def __init__(self, name: str, kwargs: Mapping[str, Any], opening_plies: int = 0, rng: np.random.Generator | None = None) -> None:
         self.name, self.kwargs = name, dict(kwargs)
+        self.opening_plies, self._rng = opening_plies, rng
 
     def __call__(self):
-        return make_env(self.name, **self.kwargs)
+        env = make_env(self.name, **self.kwargs)
+        if self.opening_plies and self._rng is not None:
+            env = RandomOpenings(env, self.opening_plies, seed=int(self._rng.integers(2**63)))
+        return env
 
 
 class Sampler:
@@ -59,6 +65,7 @@ class Sampler:
         max_consecutive_env_failures: int = 5,
         torch_threads: int = 1,
         env_backend: str = "pettingzoo",
+        opening_plies: int = 0,
     ) -> None:
         import torch
 
@@ -76,6 +83,9 @@ class Sampler:
         self.num_envs = num_envs
         self._seed = seed
         self._rng = np.random.default_rng([seed, worker_index])
+        # Training episodes only (exploring starts, league.envs.openings); evaluation plays whole games.
+        self.opening_plies = opening_plies
+        self._train_env_fn = _EnvFactory(env, self._env_fn.kwargs, opening_plies, self._rng) if opening_plies else self._env_fn
         self._worker_index = worker_index
         self._factories: dict[str, PolicyFactory] = {}
         self._policies: dict[str, Policy] = {}
@@ -91,15 +101,16 @@ class Sampler:
         self._runner: EnvRunner | BatchedRunner = (
             self._make_batched_runner(matchups)
             if env_backend == "cpp"
-            else self._make_runner(matchups, record=True, id_base=self._id_base)
+            else self._make_runner(matchups, record=True, id_base=self._id_base, env_fn=self._train_env_fn)
         )
         self._eval_runner: EnvRunner | None = None
 
     def _make_runner(
-        self, matchups: MatchupSource, record: bool, id_base: int, num_envs: int | None = None, start: bool = True
+        self, matchups: MatchupSource, record: bool, id_base: int, num_envs: int | None = None, start: bool = True,
+        env_fn: _EnvFactory | None = None,
     ) -> EnvRunner:
         return EnvRunner(
-            self._env_fn,
+            env_fn or self._env_fn,
             num_envs or self.num_envs,
             self._policies,
             self._factories,
@@ -114,7 +125,10 @@ class Sampler:
 
     def _make_batched_runner(self, matchups: MatchupSource) -> BatchedRunner:
         """Training rollouts with no per-copy Python loop (league.sampling.batched_runner)."""
-        env = BoardBatchedEnv(self._env_name, self.num_envs)
+        env = BoardBatchedEnv(
+            self._env_name, self.num_envs, seed=int(self._rng.integers(2**63)) if self.opening_plies else 0,
+            opening_plies=self.opening_plies,
+        )
         return BatchedRunner(env, self._policies, self._factories, matchups, self._rng, episode_id_base=self._id_base)
 
     # Data -----------------------------------------------------------------------

@@ -1,0 +1,118 @@
+"""Exploring starts (sampler.opening_plies): random openings in training episodes only."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from league import _core
+from league.config import parse_run_config
+from league.envs import make_env
+from league.envs.boards import BoardBatchedEnv
+from league.envs.openings import RandomOpenings
+from league.policy import RandomPolicyFactory
+from league.sampling import OpponentSampling, Sampler
+from tests.run_helpers import tiny_run_config
+
+
+def _pieces(env: BoardBatchedEnv) -> list[int]:
+    return [sum(c != 0 for c in env._core.cells(i)) for i in range(env.num_envs)]
+
+
+@pytest.mark.parametrize(("name", "bound"), [("tictactoe", 4), ("connect_four", 6)])
+def test_cpp_openings_cover_zero_to_k_moves_and_never_decide_a_game(name: str, bound: int) -> None:
+    env = BoardBatchedEnv(name, 512, seed=3, opening_plies=bound)
+    bs = env.reset()
+    counts = _pieces(env)
+    assert set(counts) == set(range(bound + 1))  # every opening length is drawn
+    assert not bs.done.any() and not bs.rewards.any()
+    # the player to move follows from the opening's length; masks match the occupied cells
+    assert (bs.agent_index == np.array(counts) % 2).all()
+    assert (bs.masks.sum(axis=1) <= env.agent_spec.num_actions).all()
+    for _ in range(60):  # games restarted after the end open at random too
+        bs = env.step(env.random_actions())
+    assert len(set(_pieces(env))) > 3
+    plain = BoardBatchedEnv(name, 64)
+    plain.reset()
+    assert set(_pieces(plain)) == {0}
+
+
+def test_cpp_openings_past_the_bound_are_refused() -> None:
+    with pytest.raises(ValueError, match="opening_plies must be in 0..4"):
+        BoardBatchedEnv("tictactoe", 4, opening_plies=5)
+    assert _core.ConnectFourBatch.max_opening_plies == 6
+
+
+def test_wrapper_opens_pettingzoo_games_and_refuses_simultaneous_moves() -> None:
+    env = RandomOpenings(make_env("tictactoe"), 4, seed=0)
+    seen = set()
+    for episode in range(200):
+        ts = env.reset(seed=episode)
+        agent = next(iter(ts.obs))
+        seen.add(int(ts.obs[agent].sum()))  # pieces on the board
+        assert not ts.done and not any(ts.rewards.values())
+    assert seen == {0, 1, 2, 3, 4}
+    with pytest.raises(ValueError, match="turn-based.*env.opening_plies=0"):
+        RandomOpenings(make_env("rps"), 2, seed=0).reset(seed=0)
+    with pytest.raises(ValueError, match="opening_plies must be an int >= 0"):
+        RandomOpenings(make_env("tictactoe"), -1)
+
+
+@pytest.mark.parametrize("backend", ["cpp", "pettingzoo"])
+def test_training_episodes_open_at_random_and_evaluation_games_do_not(backend: str) -> None:
+    sampler = Sampler(
+        "tictactoe", policies={"a": RandomPolicyFactory(), "b": RandomPolicyFactory()},
+        matchups=OpponentSampling("a", {"b": 1.0}), num_envs=16, fragment_length=32, seed=1,
+        env_backend=backend, opening_plies=4,
+    )
+    for _ in range(4):
+        sampler.sample()
+    lengths = [ep["length"] for ep in sampler.pop_episode_stats()]
+    # a decided game takes at least 5 moves from the empty board; an opening plays up to 4 of them
+    assert min(lengths) < 5
+    evaluation = sampler.evaluate(64, OpponentSampling("a", {"b": 1.0}))
+    assert min(ep["length"] for ep in evaluation) >= 5
+
+
+def test_config_checks_opening_plies_against_the_env() -> None:
+    assert tiny_run_config(env={"name": "tictactoe", "opening_plies": 4}).env.opening_plies == 4
+    with pytest.raises(ValueError, match="over tictactoe's bound of 4"):
+        tiny_run_config(env={"name": "tictactoe", "opening_plies": 9})
+    with pytest.raises(ValueError, match="env.opening_plies must be an int >= 0"):
+        tiny_run_config(env={"name": "tictactoe", "opening_plies": -1})
+    # inherited by `env.name=<another env>` from a board game's env file: survived, said, switched off
+    for other in ("rps", "cartpole"):
+        with pytest.warns(UserWarning, match=f"opening_plies=2 ignored for env '{other}'"):
+            assert tiny_run_config(env={"name": other, "opening_plies": 2}).env.opening_plies == 0
+
+
+def _compose(*overrides: str) -> dict:
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from league.cli.train import config_dir
+
+    with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
+        return OmegaConf.to_container(compose(config_name="config", overrides=list(overrides)), resolve=True)
+
+
+def test_env_tictactoe_brings_its_training_settings_and_any_algo_replaces_them() -> None:
+    cfg = parse_run_config(_compose("env=tictactoe"))
+    assert cfg.env.opening_plies == 2 and cfg.algo.name == "ppo"
+    assert (cfg.algo.params["lr"], cfg.algo.params["entropy_coef"]) == (0.001, 0.05)
+    dqn = parse_run_config(_compose("env=tictactoe", "algo=dqn"))  # no PPO key leaks into DQN's params
+    assert dqn.algo.name == "dqn" and "entropy_coef" not in dqn.algo.params
+    generic = parse_run_config(_compose("env=tictactoe", "algo=ppo"))
+    assert generic.algo.params["lr"] == 0.0003
+
+
+def test_env_name_over_the_default_board_game_file_runs_other_envs() -> None:
+    # README: `league-train env.name=gymnasium:Acrobot-v1`; the board game file's backend is auto
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the board game's exploring starts, if any, are ignored with a warning
+        cfg = parse_run_config(_compose("env.name=gymnasium:CartPole-v1"))
+    assert cfg.env.name == "gymnasium:CartPole-v1" and cfg.env.opening_plies == 0
+    experiment = parse_run_config(_compose("env=tictactoe", "+experiment=cartpole_ppo"))
+    assert experiment.env.name == "cartpole" and experiment.env.opening_plies == 0
