@@ -44,16 +44,17 @@ def _cli(args: list[str], timeout: float = 240) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "league.cli.train", *args], capture_output=True, text=True, timeout=timeout)
 
 
-@pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory) -> Path:
-    """A tic-tac-toe checkpoint with a learning policy and one snapshot (untrained weights)."""
-    cfg = parse_run_config({"env": {"name": "tictactoe"}})
-    spec = make_env("tictactoe").spec("player_1")
+def _tiny_checkpoint(tmp_path_factory, env_name: str) -> Path:
+    """A checkpoint of ``env_name`` with a learning policy and one snapshot (untrained weights)."""
+    cfg = parse_run_config({"env": {"name": env_name}})
+    env = make_env(env_name)
+    spec = env.spec(env.possible_agents[0])
+    env.close()
     learner = Learner(seed=0)
     learner.add_policy("main", make_algorithm("ppo", spec, cfg.algo.params))
     weights = learner.get_weights()["main"]
     return write_checkpoint(
-        tmp_path_factory.mktemp("run") / "checkpoints",
+        tmp_path_factory.mktemp(env_name) / "checkpoints",
         "final",
         iteration=3,
         env_steps=300,
@@ -62,6 +63,12 @@ def checkpoint(tmp_path_factory) -> Path:
         policies={"main": weights, "main@v1": {k: v * 0.5 for k, v in weights.items()}},
         learner_states={"main": learner.get_state("main")},
     )
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory) -> Path:
+    """A tic-tac-toe checkpoint with a learning policy and one snapshot (untrained weights)."""
+    return _tiny_checkpoint(tmp_path_factory, "tictactoe")
 
 
 def test_league_eval_plays_every_pair_and_prints_a_table(checkpoint, tmp_path, capsys):
@@ -92,6 +99,10 @@ def test_league_eval_plays_every_pair_and_prints_a_table(checkpoint, tmp_path, c
         (["checkpoint=x", "opponent=random"], r"unknown argument\(s\) \['opponent'\]"),
         (["checkpoint=x", "episodes=0"], "episodes must be an integer >= 1"),
         (["checkpoint=x", "opponents=[]"], "opponents must be a non-empty list"),
+        (["checkpoint=x", "opening_plies=-1"], "opening_plies must be an integer >= 0"),
+        (["checkpoint=x", "opening_plies=1.5"], "opening_plies must be an integer >= 0"),
+        (["checkpoint=x", "tactics=maybe"], "tactics must be true or false"),
+        (["checkpoint=x", "opening_plies=2", "episodes=5"], "episodes must be even, got 5"),
     ],
 )
 def test_league_eval_argument_errors(argv, message):
@@ -106,11 +117,61 @@ def test_league_eval_argument_errors(argv, message):
         (["opponents=[stockfish]"], "unknown opponent 'stockfish'"),
         (["opponents=[main]"], "policy 'main' cannot be its own opponent"),
         (["policies=[main@v9]"], "policies ['main@v9'] are not in the checkpoint"),
+        (["tactics=true"], "tactics=true scores connect-four positions; this checkpoint's env is 'tictactoe'"),
+        (["opening_plies=9"], "opening_plies=9: 100 openings drawn on 'tictactoe' all ended the game"),
     ],
 )
 def test_league_eval_refuses_bad_matches(checkpoint, capsys, extra, message):
     assert eval_main([f"checkpoint={checkpoint}", "episodes=2", *extra]) == 2
     assert message in capsys.readouterr().err
+
+
+def _eval_json(checkpoint: Path, tmp_path: Path, *argv: str) -> dict:
+    out = tmp_path / "eval.json"
+    assert eval_main([f"checkpoint={checkpoint}", *argv, f"output={out}"]) == 0
+    return json.loads(out.read_text())
+
+
+def test_league_eval_reports_each_seat(checkpoint, tmp_path, capsys):
+    result = _eval_json(checkpoint, tmp_path, "opponents=[random,minimax]", "episodes=10", "num_envs=3")
+    printed = capsys.readouterr().out
+    assert "1st" in printed and "2nd" in printed and "first/second player" in printed
+    assert result["seats"] == ["player_1", "player_2"] and result["turn_based"] is True
+    for r in result["results"]:
+        assert len(r["seats"]) == 2
+        for key in ("wins", "draws", "losses"):
+            assert sum(seat[key] for seat in r["seats"]) == r[key]
+        assert sum(sum(seat.values()) for seat in r["seats"]) == 10
+    minimax = next(r for r in result["results"] if r["opponent"] == "minimax")
+    assert [seat["wins"] for seat in minimax["seats"]] == [0, 0]
+
+
+def test_league_eval_plays_each_opening_from_both_seats(checkpoint, tmp_path, capsys):
+    argv = ("opponents=[random,main@v1]", "episodes=8", "opening_plies=2", "num_envs=3")
+    result = _eval_json(checkpoint, tmp_path, *argv)
+    assert "openings of 2 random plies" in capsys.readouterr().out
+    assert result["args"]["opening_plies"] == 2
+    for r in result["results"]:
+        assert [sum(seat.values()) for seat in r["seats"]] == [4, 4]  # 4 openings, each from both seats
+        assert r["wins"] + r["draws"] + r["losses"] == 8
+    # Greedy players and seeded openings: the same games again.
+    assert _eval_json(checkpoint, tmp_path, *argv)["results"] == result["results"]
+    assert set(result["elo"]) == {"main", "random", "main@v1"}
+
+
+def test_league_eval_scores_connect_four_tactics(tmp_path_factory, tmp_path, capsys):
+    checkpoint = _tiny_checkpoint(tmp_path_factory, "connect_four")
+    result = _eval_json(checkpoint, tmp_path, "opponents=[random]", "episodes=2", "opening_plies=2", "tactics=true")
+    assert "Connect-four tactics" in capsys.readouterr().out
+    tactics = result["tactics"]["main"]
+    assert tactics["win_positions"] == tactics["block_positions"] == 500
+    assert 0.0 <= tactics["immediate_win_rate"] <= 1.0 and 0.0 <= tactics["block_rate"] <= 1.0
+
+
+def test_league_eval_refuses_openings_on_simultaneous_moves(tmp_path_factory, capsys):
+    checkpoint = _tiny_checkpoint(tmp_path_factory, "rps")
+    assert eval_main([f"checkpoint={checkpoint}", "episodes=2", "opening_plies=1"]) == 2
+    assert "opening_plies needs a two-player turn-based env; 'rps'" in capsys.readouterr().err
 
 
 def test_invalid_config_exits_with_status_2(tmp_path, capsys):

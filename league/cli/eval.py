@@ -3,6 +3,7 @@
 ::
 
     league-eval checkpoint=outputs/2025-01-01/12-00-00 opponents=[random,negamax] episodes=100
+    league-eval checkpoint=... opponents=[negamax] opening_plies=2 tactics=true
 
 Arguments are ``key=value`` pairs (lists in brackets, as in Hydra overrides):
 
@@ -15,13 +16,26 @@ Arguments are ``key=value`` pairs (lists in brackets, as in Hydra overrides):
   players break ties by lowest action; true: policies sample, scripted players break
   ties at random), ``scripted_random_ties`` (false; true: scripted players break ties at
   random even when everyone else acts greedily: a greedy policy then meets a varied
-  opponent), ``seed`` (0), ``num_envs`` (8), ``depth`` (4), ``output`` (a JSON file for
-  the results, optional).
+  opponent), ``seed`` (0), ``num_envs`` (8: games played at once), ``depth`` (4),
+  ``output`` (a JSON file for the results, optional);
+- ``opening_plies`` (0): every game starts after this many uniformly random legal moves
+  (nobody's; an opening that ends the game is drawn again). With ``opening_plies > 0``
+  (two-player turn-based envs only) each opening is played twice, once with the policy
+  in each seat, so ``episodes`` (then even) is games in total: ``episodes / 2`` openings,
+  the same ones for every pair (they depend on ``seed`` only);
+- ``tactics`` (false): connect four only: also score each evaluated policy (greedy) on
+  500 positions from random play where it can win at once (immediate-win rate) and 500
+  where it must block a single threat (block rate).
 
-Games run in this process (no Ray) on a sampler's evaluation runner, seats drawn at
-random per episode. The output is a table of wins/draws/losses per pair, with the win
-rate counting a draw as half, and Elo ratings of every player from these games (K=32,
-start 1200; the pairs' games are interleaved so no pair's games all count last).
+Games run in this process (no Ray): with ``opening_plies=0`` on a sampler's evaluation
+runner, seats drawn at random per episode; otherwise with
+:func:`league.population.yardstick.play_matches`. The output is a table of
+wins/draws/losses per pair, in all and per seat (first player, second player: seat 0 is
+the agent that acts first after ``reset``), with the win rate counting a draw as half,
+and Elo ratings of every player from these games (K=32, start 1200; the pairs' games are
+interleaved so no pair's games all count last). The ``output`` JSON has the same, each
+result's ``seats`` listing per-seat counts (the agent of each seat under ``seats`` at the
+top), and the tactics rates under ``tactics`` when asked for.
 """
 
 from __future__ import annotations
@@ -33,7 +47,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from league.population.scripted import scripted_factory
+from league.population.scripted import ConnectFourNegamaxPolicy, scripted_factory
 
 if TYPE_CHECKING:
     from league.policy import PolicyFactory
@@ -55,17 +69,21 @@ class EvalArgs:
     depth: int = 4
     scripted_random_ties: bool = False
     output: str | None = None
+    opening_plies: int = 0
+    tactics: bool = False
 
 
 @dataclass
 class PairResult:
-    """One policy's results against one opponent, from the policy's seat."""
+    """One policy's results against one opponent, from the policy's seat; ``seats`` holds
+    ``{"wins", "draws", "losses"}`` per seat (index 0: the first player)."""
 
     policy: str
     opponent: str
     wins: int
     draws: int
     losses: int
+    seats: list[dict[str, int]] = field(default_factory=list)
 
     @property
     def games(self) -> int:
@@ -102,13 +120,15 @@ def parse_args(argv: Sequence[str]) -> EvalArgs:
             setattr(args, name, [value])
         elif value is not None and (not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value)):
             raise ValueError(f"{name} must be a non-empty list of names, got {value!r}")
-    for name in ("episodes", "num_envs", "depth"):
+    for name, low in (("episodes", 1), ("num_envs", 1), ("depth", 1), ("opening_plies", 0)):
         value = getattr(args, name)
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-    for name in ("explore", "scripted_random_ties"):
+        if not isinstance(value, int) or isinstance(value, bool) or value < low:
+            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    for name in ("explore", "scripted_random_ties", "tactics"):
         if not isinstance(getattr(args, name), bool):
             raise ValueError(f"{name} must be true or false, got {getattr(args, name)!r}")
+    if args.opening_plies and args.episodes % 2:
+        raise ValueError(f"with opening_plies > 0 each opening is played from both seats: episodes must be even, got {args.episodes}")
     return args
 
 
@@ -131,21 +151,25 @@ def evaluate_checkpoint(
     num_envs: int = 8,
     depth: int = 4,
     scripted_random_ties: bool = False,
+    opening_plies: int = 0,
+    tactics: bool = False,
 ) -> tuple[list[PairResult], dict[str, float], dict[str, Any]]:
-    """Play every (policy, opponent) pair; returns the results, Elo ratings and checkpoint info."""
+    """Play every (policy, opponent) pair; returns the results, Elo ratings and checkpoint
+    info (with ``seats``: the agent of each seat, ``turn_based``: whether it is a two-player
+    turn-based game, and ``tactics`` when asked for)."""
     from league.algos import make_algorithm
     from league.checkpoint import find_checkpoint, read_checkpoint
-    from league.envs import make_env
+    from league.cli import eval_games
     from league.population.ratings import Elo, RatingTable
-    from league.sampling import OpponentSampling, Sampler
 
     ckpt = read_checkpoint(find_checkpoint(checkpoint))
     env_cfg = ckpt.config.get("env") or {}
-    env = make_env(env_cfg["name"], **(env_cfg.get("kwargs") or {}))
-    try:
-        spec = env.spec(env.possible_agents[0])
-    finally:
-        env.close()
+    env_kwargs = env_cfg.get("kwargs") or {}
+    spec, order, turn_based = eval_games.describe_env(env_cfg["name"], env_kwargs, seed)
+    if opening_plies and not turn_based:
+        raise ValueError(f"opening_plies needs a two-player turn-based env; {env_cfg['name']!r} has agents {order}, not one acting at a time")
+    if tactics and (tuple(spec.obs_shape), spec.num_actions) != (ConnectFourNegamaxPolicy.obs_shape, ConnectFourNegamaxPolicy.num_actions):
+        raise ValueError(f"tactics=true scores connect-four positions; this checkpoint's env is {env_cfg['name']!r}")
     learning = list(ckpt.league.get("learning") or [])
     players = list(policies) if policies else learning
     unknown = [p for p in players if p not in ckpt.policies]
@@ -163,46 +187,64 @@ def evaluate_checkpoint(
     for pid in players:
         if pid in opponents:
             raise ValueError(f"policy '{pid}' cannot be its own opponent")
-    sampler = Sampler(
-        env_cfg["name"],
-        env_cfg.get("kwargs") or {},
-        policies=factories,
-        matchups=OpponentSampling(players[0], {opponents[0]: 1.0}),
-        num_envs=num_envs,
-        fragment_length=1,
-        seed=seed,
-        frozen=tuple(factories),
-    )
-    sampler.set_weights({pid: ckpt.policies[pid] for pid in factories if pid in ckpt.policies})
-    games: dict[tuple[str, str], list[str]] = {}
-    for pid in players:
-        for opp in opponents:
-            stats = sampler.evaluate(episodes, OpponentSampling(pid, {opp: 1.0}), explore=explore)
-            games[(pid, opp)] = [ep["outcome"][a] for ep in stats for a, p in ep["policies"].items() if p == pid]
-    results = [PairResult(p, o, out.count("win"), out.count("draw"), out.count("loss")) for (p, o), out in games.items()]
+    weights = {pid: ckpt.policies[pid] for pid in factories if pid in ckpt.policies}
+    if opening_plies:
+        games = eval_games.match_outcomes(env_cfg, factories, weights, players, opponents, episodes, opening_plies, explore, seed, num_envs)
+    else:
+        games = eval_games.sampler_outcomes(env_cfg, factories, weights, players, opponents, order, episodes, explore, seed, num_envs)
+    results = []
+    for (p, o), out in games.items():
+        seats = [{k: sum(1 for s, r in out if s == seat and r == outcome) for k, outcome in _COUNTS} for seat in range(len(order))]
+        results.append(PairResult(p, o, *(sum(seat[k] for seat in seats) for k, _ in _COUNTS), seats=seats))
     table = RatingTable(Elo())
     for step in range(max(len(out) for out in games.values())):
         for (p, o), out in games.items():
             if step < len(out):
-                table.record(p, o, out[step], step)  # type: ignore[arg-type]
+                table.record(p, o, out[step][1], step)  # type: ignore[arg-type]
     elo = {pid: round(r.mu, 1) for pid, r in table.leaderboard()}
-    info = {"checkpoint": str(ckpt.path), "iteration": ckpt.iteration, "env_steps": ckpt.env_steps, "env": env_cfg["name"]}
+    info: dict[str, Any] = {
+        "checkpoint": str(ckpt.path), "iteration": ckpt.iteration, "env_steps": ckpt.env_steps, "env": env_cfg["name"], "seats": order,
+        "turn_based": turn_based,
+    }
+    if tactics:
+        info["tactics"] = eval_games.tactics(factories, weights, players, seed)
     return results, elo, info
 
 
-def _print(results: list[PairResult], elo: dict[str, float], info: dict[str, Any], explore: bool, random_ties: bool = False) -> None:
+_COUNTS = (("wins", "win"), ("draws", "draw"), ("losses", "loss"))
+
+
+def _seat_names(info: dict[str, Any]) -> list[str]:
+    """Column names of the seats: first and second player, else the agents (simultaneous moves)."""
+    return ["1st", "2nd"] if info.get("turn_based") else list(info.get("seats") or [])
+
+
+def _print(
+    results: list[PairResult], elo: dict[str, float], info: dict[str, Any], explore: bool, random_ties: bool = False,
+    opening_plies: int = 0,
+) -> None:
     from rich.console import Console
     from rich.table import Table
 
     console = Console()
     mode = ("sampling" if explore else "greedy") + (", scripted ties random" if random_ties and not explore else "")
+    if opening_plies:
+        mode += f", openings of {opening_plies} random plies"
     header = f"league-eval: {info['checkpoint']} (iteration {info['iteration']}, {info['env_steps']} env steps, {info['env']}, {mode})"
     console.print(header, soft_wrap=True, highlight=False, markup=False)
-    table = Table()
-    for column in ("policy", "opponent", "games", "wins", "draws", "losses", "win rate"):
-        table.add_column(column, justify="left" if column in ("policy", "opponent") else "right")
+    seats = _seat_names(info)
+    caption = "1st/2nd: wins/draws/losses with the policy as the first/second player" if info.get("turn_based") else None
+    table = Table(caption=caption)
+    columns = ["policy", "opponent", "games", "wins", "draws", "losses", "win rate", *(f"{seat} W/D/L" for seat in seats)]
+    names = {"policy": [r.policy for r in results], "opponent": [r.opponent for r in results]}
+    for column in columns:
+        if column in names:  # names in full; the counts give way on a narrow console
+            table.add_column(column, min_width=max(map(len, [column, *names[column]])), no_wrap=True)
+        else:
+            table.add_column(column, justify="right", min_width=len(column.split()[0]))
     for r in results:
-        table.add_row(r.policy, r.opponent, str(r.games), str(r.wins), str(r.draws), str(r.losses), f"{r.win_rate:.3f}")
+        per_seat = [f"{s['wins']}/{s['draws']}/{s['losses']}" for s in r.seats]
+        table.add_row(r.policy, r.opponent, str(r.games), str(r.wins), str(r.draws), str(r.losses), f"{r.win_rate:.3f}", *per_seat)
     console.print(table)
     ratings = Table(title="Elo ratings", caption="K=32, start 1200")
     ratings.add_column("player")
@@ -210,6 +252,13 @@ def _print(results: list[PairResult], elo: dict[str, float], info: dict[str, Any
     for pid, value in elo.items():
         ratings.add_row(pid, f"{value:.1f}")
     console.print(ratings)
+    if "tactics" in info:
+        tactics = Table(title="Connect-four tactics (greedy)", caption="positions from random play")
+        for column in ("policy", "immediate wins", "blocks"):
+            tactics.add_column(column, justify="left" if column == "policy" else "right")
+        for pid, t in info["tactics"].items():
+            tactics.add_row(pid, f"{t['immediate_win_rate']:.3f} of {t['win_positions']}", f"{t['block_rate']:.3f} of {t['block_positions']}")
+        console.print(tactics)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -218,12 +267,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parse_args(sys.argv[1:] if argv is None else argv)
         results, elo, info = evaluate_checkpoint(
             args.checkpoint, args.opponents, args.policies, args.episodes, args.explore, args.seed, args.num_envs, args.depth,
-            args.scripted_random_ties,
+            args.scripted_random_ties, args.opening_plies, args.tactics,
         )
     except ValueError as err:  # CheckpointError included
         print(f"league-eval: {err}", file=sys.stderr)
         return 2
-    _print(results, elo, info, args.explore, args.scripted_random_ties)
+    _print(results, elo, info, args.explore, args.scripted_random_ties, args.opening_plies)
     if args.output:
         payload = {**info, "args": asdict(args), "results": [{**asdict(r), "win_rate": r.win_rate} for r in results], "elo": elo}
         Path(args.output).write_text(json.dumps(payload, indent=2))
