@@ -20,7 +20,7 @@ def test_defaults_parse():
     [
         ({"bogus": 1}, r"unknown config key\(s\) \['bogus'\] at the top level"),
         ({"sampler": {"num_sampler": 2}}, r"\['sampler.num_sampler'\] at 'sampler'"),
-        ({"algo": {"name": "sac"}}, r"unknown algorithm 'sac'"),
+        ({"algo": {"name": "muzero"}}, r"unknown algorithm 'muzero'"),
         ({"algo": {"name": "ppo", "params": {"lrr": 1}}}, r"unknown key\(s\) \['lrr'\] in algo config of 'ppo'"),
         ({"algo": {"name": "ppo", "params": {"gamma": 2.0}}}, r"ppo.gamma and ppo.lam must lie in \[0, 1\]"),
         ({"env": {"name": "no_such_env"}}, r"unknown env 'no_such_env'"),
