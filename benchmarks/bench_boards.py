@@ -14,8 +14,8 @@ while other processes load the machine say so there):
   connect four.
 * ``sampler``: ``Sampler.sample()`` on one core, PPO's MLP policy (configs/algo/ppo.yaml)
   on both seats (self-play, both recorded), on the cpp backend (``BatchedRunner``) with
-  per-chunk postprocessing and with ``postprocess_segments`` (GAE over all chunks at
-  once: ``segment_gae``, through a benchmark factory that wraps PPO's), and the
+  ``postprocess_segments`` (PPO's own: GAE over all chunks at once, ``segment_gae``) and
+  with per-chunk postprocessing (a benchmark wrapper that hides it), and the
   PettingZoo backend (per-copy ``EnvRunner``) for reference. Target: >= 200k env steps/s
   on connect four.
 
@@ -167,29 +167,25 @@ def env_only(game: str, n: int, seconds: float, rounds: int) -> list[dict]:
 
 
 # -------------------------------------------------------------------------------- sampler
-class SegmentGAE:
-    """A PPO factory that postprocesses all chunks of a fragment at once (``segment_gae``)."""
+class PerChunkGAE:
+    """PPO's factory without ``postprocess_segments``: GAE chunk by chunk (``postprocess_trajectory``),
+    the path factories without the batched method take."""
 
     def __init__(self, factory) -> None:
         self.factory = factory
 
     def __getattr__(self, name):
+        if name in ("postprocess_segments", "factory"):
+            raise AttributeError(name)
         return getattr(self.factory, name)
 
     def make_policy(self, seed=None, learns=True):
         """PPO's sampler policy."""
         return self.factory.make_policy(seed=seed, learns=learns)
 
-    def postprocess_segments(self, batch, starts, next_steps):
-        """PPO's GAE columns for every chunk of ``batch``."""
-        from league.batch import Columns as C
-        from league.sampling.batched_runner import segment_gae
-
-        boot = np.array([0.0 if s is None else float(s[C.VF_PREDS][0]) for s in next_steps], np.float32)
-        cfg = self.factory.config
-        rewards = batch[C.REWARDS] * np.float32(getattr(cfg, "reward_scale", 1.0))
-        batch[C.ADVANTAGES], batch[C.VALUE_TARGETS] = segment_gae(rewards, batch[C.VF_PREDS], starts, boot, cfg.gamma, cfg.lam)
-        return batch
+    def postprocess_trajectory(self, traj, next_step):
+        """PPO's GAE columns for one chunk."""
+        return self.factory.postprocess_trajectory(traj, next_step)
 
 
 def sampler(game: str, backend: str, segments: bool, num_envs: int, fragment: int, seconds: float) -> dict:
@@ -203,7 +199,7 @@ def sampler(game: str, backend: str, segments: bool, num_envs: int, fragment: in
     torch.set_num_threads(1)
     env = make_env(game, backend="pettingzoo")
     ppo = make_algorithm("ppo", env.spec(env.possible_agents[0]), {"model": "mlp"})
-    factory = SegmentGAE(ppo) if segments else ppo
+    factory = ppo if segments else PerChunkGAE(ppo)
     s = Sampler(game, policies={"main": factory, "random": RandomPolicyFactory()}, frozen=("random",),
                 matchups=FixedMatchups({a: "main" for a in env.possible_agents}), num_envs=num_envs,
                 fragment_length=fragment, seed=0, env_backend=backend)

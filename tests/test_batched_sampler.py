@@ -11,7 +11,7 @@ import torch
 import tests.test_sampler as pz_tests
 from league.algos.postprocessing import compute_gae
 from league.batch import Columns as C
-from league.batch import MultiAgentBatch
+from league.batch import MultiAgentBatch, SampleBatch
 from league.envs import make_env
 from league.envs.batched import VectorizedEnv
 from league.envs.boards import BoardBatchedEnv
@@ -98,38 +98,133 @@ def test_segment_gae_equals_per_chunk_gae_bit_for_bit():
         np.testing.assert_array_equal(targets[s : s + m], rt)
 
 
-class _SegmentPPO:
-    """PPO's factory plus a ``postprocess_segments`` doing its GAE over all chunks at once."""
+class _PerChunk:
+    """A factory's sampler policy and per-chunk postprocessing only (no ``postprocess_segments``)."""
 
     def __init__(self, factory):
         self.factory = factory
-        self.calls = 0
 
     def make_policy(self, seed=None, learns=True):
         return self.factory.make_policy(seed=seed, learns=learns)
 
+    def postprocess_trajectory(self, traj, next_step):
+        return self.factory.postprocess_trajectory(traj, next_step)
+
+
+class _CountSegments(_PerChunk):
+    """The factory's own ``postprocess_segments`` (PPO's and A2C's: ``GAEActorCritic``), counted."""
+
+    calls = 0
+
     def postprocess_segments(self, batch, starts, next_steps):
         self.calls += 1
-        boot = np.array([0.0 if s is None else float(s[C.VF_PREDS][0]) for s in next_steps], np.float32)
-        cfg = self.factory.config
-        batch[C.ADVANTAGES], batch[C.VALUE_TARGETS] = segment_gae(
-            batch[C.REWARDS], batch[C.VF_PREDS], starts, boot, cfg.gamma, cfg.lam
-        )
-        return batch
+        return self.factory.postprocess_segments(batch, starts, next_steps)
 
 
 def test_postprocess_segments_is_used_and_matches_per_chunk_postprocessing():
     ppo = pz_tests._ppo()
-    if getattr(ppo.config, "reward_scale", 1.0) != 1.0:
-        pytest.skip("the test double does not scale rewards")
     matchups = FixedMatchups({"player_0": "main", "player_1": "main"})
-    per_chunk = _runner(BoardBatchedEnv("connect_four", 8), matchups, factories={"main": ppo})
-    segmented = _SegmentPPO(ppo)
+    per_chunk = _runner(BoardBatchedEnv("connect_four", 8), matchups, factories={"main": _PerChunk(ppo)})
+    segmented = _CountSegments(ppo)
     at_once = _runner(BoardBatchedEnv("connect_four", 8), matchups, factories={"main": segmented})
     a, b = _fragments(per_chunk, 100, 25)["main"], _fragments(at_once, 100, 25)["main"]
     assert segmented.calls == 4
     for key in (C.ADVANTAGES, C.VALUE_TARGETS, C.REWARDS, C.EPS_ID, C.T):
         np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+
+
+def _gae_algo(name, spec, reward_scale=0.37):
+    from league.algos import make_algorithm
+
+    config = {"model": "mlp", "reward_scale": reward_scale, "normalize_values": True, "gamma": 0.9, "lam": 0.8}
+    return make_algorithm(name, spec, config)
+
+
+def _cat(batches):
+    return type(batches[0]).concat(batches)
+
+
+@pytest.mark.parametrize("algo", ["ppo", "a2c"])
+def test_ppo_and_a2c_segments_equal_per_chunk_gae_with_reward_scale(algo):
+    """``GAEActorCritic.postprocess_segments`` on chunks of random lengths ending in termination
+    (no next step) or with a value to bootstrap from: per-chunk ``postprocess_trajectory``'s
+    columns bit for bit, i.e. ``compute_gae`` on rewards times ``reward_scale``."""
+    factory = _gae_algo(algo, make_env("tictactoe").spec("player_1"))
+    rng = np.random.default_rng(3)
+    lengths = rng.integers(1, 12, size=60)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    n = int(lengths.sum())
+    batch = SampleBatch({C.REWARDS: rng.choice([-1.0, 0.0, 0.5, 1.0], size=n).astype(np.float32),
+                         C.VF_PREDS: rng.normal(size=n).astype(np.float32), C.T: np.arange(n)})
+    next_steps = [None if rng.random() < 0.4 else {C.VF_PREDS: rng.normal(size=1).astype(np.float32)} for _ in starts]
+    ends = np.append(starts[1:], n)
+    per_chunk = _cat([factory.postprocess_trajectory(batch[s:e].copy(), step) for s, e, step in zip(starts, ends, next_steps)])
+    at_once = factory.postprocess_segments(batch.copy(), starts, next_steps)
+    for key in per_chunk.keys():
+        np.testing.assert_array_equal(at_once[key], per_chunk[key], err_msg=key)
+    np.testing.assert_array_equal(at_once[C.REWARDS], batch[C.REWARDS])  # the column keeps the env's rewards
+    j = int(np.flatnonzero([s is not None for s in next_steps])[0])
+    s, e = starts[j], ends[j]
+    reference, _ = compute_gae(batch[C.REWARDS][s:e] * np.float32(0.37), batch[C.VF_PREDS][s:e],
+                               float(next_steps[j][C.VF_PREDS][0]), 0.9, 0.8)
+    np.testing.assert_array_equal(at_once[C.ADVANTAGES][s:e], reference)
+
+
+def test_a_subclass_overriding_postprocess_trajectory_keeps_it_on_the_batched_path():
+    from league.algos import PPO
+
+    class Tagged(PPO):
+        def postprocess_trajectory(self, traj, next_step):
+            traj = super().postprocess_trajectory(traj, next_step)
+            traj["tag"] = np.full(len(traj), len(traj), np.int64)
+            return traj
+
+    factory = Tagged(make_env("tictactoe").spec("player_1"), {"model": "mlp"})
+    batch = SampleBatch({C.REWARDS: np.ones(5, np.float32), C.VF_PREDS: np.zeros(5, np.float32)})
+    out = factory.postprocess_segments(batch, np.array([0, 2]), [None, {C.VF_PREDS: np.ones(1, np.float32)}])
+    np.testing.assert_array_equal(out["tag"], [2, 2, 3, 3, 3])
+
+
+def _cut_chunks(batch):
+    """Chunks of one drain (rows of one agent in one episode) whose last row ends nothing."""
+    keys = batch[C.EPS_ID] * 8 + batch[C.AGENT_INDEX]
+    last = np.array([np.flatnonzero(keys == k)[-1] for k in np.unique(keys)])
+    return int(np.count_nonzero(~(batch[C.TERMINATEDS][last] | batch[C.TRUNCATEDS][last])))
+
+
+@pytest.mark.parametrize("algo", ["ppo", "a2c"])
+def test_ppo_and_a2c_batched_path_gives_the_per_chunk_batches(algo):
+    """The real factories with reward_scale != 1 and normalize_values (value statistics away from
+    0/1, so vf_preds are denormalised returns): BatchedRunner through their ``postprocess_segments``
+    gives the per-chunk path's batches bit for bit, over terminations, truncations
+    (max_episode_steps=7) and chunks cut at fragment ends (11-step fragments)."""
+
+    def env():
+        return VectorizedEnv(lambda: make_env("tictactoe", max_episode_steps=7), 8, "ttt")
+
+    factory = _gae_algo(algo, env().agent_spec)
+    segmented = _CountSegments(factory)
+    matchups = OpponentSampling("main", {"main": 0.5, "random": 0.5})
+    runners = [_runner(env(), matchups, factories={"main": f, "random": RandomPolicyFactory()})
+               for f in (_PerChunk(factory), segmented)]
+    for r in runners:
+        r._policies["main"].model.value_norm.mean.fill_(0.75)
+        r._policies["main"].model.value_norm.var.fill_(6.0)
+    drains = [[], []]
+    for _ in range(8):
+        for r, d in zip(runners, drains):
+            for _ in range(11):
+                r.step()
+            d.append(_cat(r.drain()["main"]))
+    assert segmented.calls == 8
+    for x, y in zip(*drains):
+        assert set(x.keys()) == set(y.keys())
+        for key in x.keys():
+            np.testing.assert_array_equal(x[key], y[key], err_msg=key)
+    a = _cat(drains[1])
+    assert len(a) > 200 and a[C.TERMINATEDS].any() and a[C.TRUNCATEDS].any() and np.abs(a[C.REWARDS]).sum() > 0
+    assert sum(_cut_chunks(d) for d in drains[1]) > 0
+    assert abs(float(a[C.VF_PREDS].mean()) - 0.75) < 0.5
 
 
 def test_truncated_agents_bootstrap_from_their_final_observation():

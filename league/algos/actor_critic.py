@@ -12,7 +12,7 @@ postprocessing (:class:`GAEActorCritic`).
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +28,7 @@ from league.algos.torch_policy import ActorCriticPolicy
 from league.batch import Columns as C
 from league.batch import SampleBatch
 from league.policy import Policy
+from league.sampling.batched_runner import segment_gae
 
 __all__ = ["ActorCriticOptions", "ActorCriticAlgorithm", "GAEActorCritic", "VALUE_SCALE", "value_error"]
 
@@ -102,14 +103,50 @@ class ActorCriticAlgorithm(Algorithm):
 
 
 class GAEActorCritic(ActorCriticAlgorithm):
-    """Actor-critic whose samplers add GAE advantages (PPO, A2C; the config has ``gamma`` and ``lam``)."""
+    """Actor-critic whose samplers add GAE advantages (PPO, A2C; the config has ``gamma`` and ``lam``).
+
+    Per chunk (:meth:`postprocess_trajectory`, EnvRunner) or all of a policy's chunks of a
+    fragment at once (:meth:`postprocess_segments`, the batched sampler on ``env.backend=cpp``):
+    the same columns, bit for bit. ``normalize_values`` needs nothing here: the policy's
+    ``vf_preds`` are already denormalised returns, and targets are standardised on the learner.
+    """
+
+    def _gae_rewards(self, rewards: np.ndarray) -> np.ndarray:
+        """Rewards times ``reward_scale`` (the column itself keeps the env's rewards)."""
+        scale = self.config.reward_scale
+        return rewards * np.float32(scale) if scale != 1.0 else rewards
+
+    @staticmethod
+    def _bootstrap_value(next_step: Mapping[str, np.ndarray] | None) -> float:
+        """V(next state): 0 after termination (``None``), else the next step's ``vf_preds``
+        (V(final obs) after truncation, V(next obs) when the chunk was cut at a fragment's end)."""
+        return 0.0 if next_step is None else float(next_step[C.VF_PREDS][0])
 
     def postprocess_trajectory(self, traj: SampleBatch, next_step: Mapping[str, np.ndarray] | None) -> SampleBatch:
         """Adds ``advantages`` and ``value_targets`` (GAE on rewards times ``reward_scale``) to one
         agent's trajectory chunk, bootstrapping from V(next state) unless the chunk ended in termination."""
-        bootstrap_value = 0.0 if next_step is None else float(next_step[C.VF_PREDS][0])
-        rewards = traj[C.REWARDS] * np.float32(self.config.reward_scale) if self.config.reward_scale != 1.0 else traj[C.REWARDS]
         traj[C.ADVANTAGES], traj[C.VALUE_TARGETS] = compute_gae(
-            rewards, traj[C.VF_PREDS], bootstrap_value, self.config.gamma, self.config.lam
+            self._gae_rewards(traj[C.REWARDS]), traj[C.VF_PREDS], self._bootstrap_value(next_step),
+            self.config.gamma, self.config.lam,
         )
         return traj
+
+    def postprocess_segments(
+        self, batch: SampleBatch, starts: np.ndarray, next_steps: Sequence[Mapping[str, np.ndarray] | None]
+    ) -> SampleBatch:
+        """:meth:`postprocess_trajectory` of every chunk of ``batch`` at once (``segment_gae``):
+        ``batch`` holds the chunks one after another, ``starts`` their first rows (ascending,
+        from 0) and ``next_steps`` each chunk's next step (``None`` after termination). The
+        columns equal the per-chunk ones bit for bit. A subclass that overrides
+        :meth:`postprocess_trajectory` keeps it: its chunks are then postprocessed one by one."""
+        starts = np.asarray(starts, dtype=np.int64)
+        if type(self).postprocess_trajectory is not GAEActorCritic.postprocess_trajectory:
+            ends = np.append(starts[1:], len(batch)).tolist()
+            return SampleBatch.concat(
+                self.postprocess_trajectory(batch[s:e], step) for s, e, step in zip(starts.tolist(), ends, next_steps)
+            )
+        bootstrap = np.array([self._bootstrap_value(step) for step in next_steps], dtype=np.float32)
+        batch[C.ADVANTAGES], batch[C.VALUE_TARGETS] = segment_gae(
+            self._gae_rewards(batch[C.REWARDS]), batch[C.VF_PREDS], starts, bootstrap, self.config.gamma, self.config.lam
+        )
+        return batch
