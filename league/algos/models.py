@@ -3,7 +3,9 @@
 Every model maps ``float32[B, *obs_shape]`` to ``(dist_inputs, value float32[B])``: the
 distribution inputs are logits ``[B, A]`` for Discrete actions (Q-learning reads them as
 Q-values) and ``[B, 2D]`` (means, then log-stds) for a Box of ``D`` dimensions. Pick one
-with :func:`build_model`. Options every actor-critic model takes:
+with :func:`build_model`: :class:`MLPModel` for flat observations, :class:`ConvModel` (unstrided
+3x3 convs) for boards, :class:`NatureCNNModel` (strided, DQN-Nature scale) for image frames;
+``model: auto`` picks by shape (:func:`resolve_model_kind`). Options every actor-critic model takes:
 
 * ``separate_networks``: the value function gets a trunk of its own instead of sharing the
   policy's (then a large value loss cannot swamp the policy's features; see docs/PPO_SCALES.md);
@@ -26,7 +28,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-__all__ = ["MLPModel", "ConvModel", "build_model", "RunningMeanStd", "PopArtValue", "ActorCriticModel"]
+__all__ = ["MLPModel", "ConvModel", "NatureCNNModel", "build_model", "resolve_model_kind", "MIN_IMAGE_SIDE", "RunningMeanStd", "PopArtValue", "ActorCriticModel"]
 
 
 def _init(layer: nn.Module, gain: float) -> nn.Module:
@@ -164,7 +166,11 @@ class MLPModel(ActorCriticModel):
 
 
 class ConvModel(ActorCriticModel):
-    """Board observations ``[H, W, C]`` (channels last, as PettingZoo gives them) -> two 3x3 convs -> heads."""
+    """Board observations ``[H, W, C]`` (channels last, as PettingZoo gives them) -> two 3x3 convs -> heads.
+
+    Unstrided, with a linear layer over every cell: right for boards, far too large for image
+    frames (``H * W * 64 * hidden`` weights), which :class:`NatureCNNModel` is for.
+    """
 
     def __init__(self, obs_shape: Sequence[int], num_actions: int, channels: Sequence[int] = (32, 64), hidden: int = 128,
                  separate_networks: bool = False, continuous: bool = False, normalize_obs: bool = False,
@@ -195,23 +201,113 @@ class ConvModel(ActorCriticModel):
         return self.pi(z), self.vf(zv).squeeze(-1)
 
 
+#: Smallest image side (height and width) the strided encoder takes, and the side from which
+#: ``model: auto`` picks it; smaller ``[H, W, C]`` observations (boards) get :class:`ConvModel`.
+MIN_IMAGE_SIDE = 32
+
+
+def conv_output_size(size: int, layers: Sequence[tuple[int, int]]) -> tuple[list[tuple[int, int]], int]:
+    """``layers`` ``(kernel, stride)`` along one side of ``size`` pixels, each kernel clamped to the
+    side left at that layer (a clamped layer outputs 1), so the side never collapses below 1.
+
+    Returns the clamped ``(kernel, stride)`` per layer and the side that comes out.
+    """
+    fitted = []
+    for kernel, stride in layers:
+        kernel, stride = min(int(kernel), size), int(stride)
+        fitted.append((kernel, stride))
+        size = (size - kernel) // stride + 1
+    return fitted, size
+
+
+class NatureCNNModel(ActorCriticModel):
+    """Image observations ``[H, W, C]`` -> the DQN "Nature" encoder (Mnih et al. 2015: 8x8 stride 4,
+    4x4 stride 2, 3x3 stride 1, then a ``hidden``-wide linear layer; ReLU) -> heads.
+
+    About 1.7M parameters per trunk for 84x84x4 frames. Kernels shrink to fit where a
+    layer would otherwise not fit the frame (for sides from ``MIN_IMAGE_SIDE`` = 32 up to about
+    36), per side, so non-square frames work; smaller frames are refused (use ``model=conv``).
+    Pixels are expected already scaled (``env.kwargs.preprocess.scale``, on by default).
+    """
+
+    def __init__(self, obs_shape: Sequence[int], num_actions: int, channels: Sequence[int] = (32, 64, 64),
+                 kernels: Sequence[int] = (8, 4, 3), strides: Sequence[int] = (4, 2, 1), hidden: int = 512,
+                 separate_networks: bool = False, continuous: bool = False, normalize_obs: bool = False,
+                 normalize_values: bool = False, init_log_std: float = 0.0) -> None:
+        super().__init__()
+        check_image_shape(obs_shape)
+        if not len(channels) == len(kernels) == len(strides) or not channels:
+            raise ValueError(f"nature_cnn needs one kernel and stride per conv layer, got channels {list(channels)}, "
+                             f"kernels {list(kernels)}, strides {list(strides)}")
+        h, w, c = (int(x) for x in obs_shape)
+        rows, out_h = conv_output_size(h, list(zip(kernels, strides)))
+        cols, out_w = conv_output_size(w, list(zip(kernels, strides)))
+        layers = [(ch, (kh, kw), (sh, sw)) for ch, (kh, sh), (kw, sw) in zip(channels, rows, cols)]
+        self.conv_layers = layers  # (channels, kernel, stride) as built, for inspection
+        self.trunk = self._tower(c, layers, out_h * out_w * layers[-1][0], hidden)
+        self.vf_trunk = self._tower(c, layers, out_h * out_w * layers[-1][0], hidden) if separate_networks else None
+        self.pi = _init(nn.Linear(hidden, num_actions), 0.01)
+        self.vf = _init(nn.Linear(hidden, 1), 1.0)
+        self._setup(obs_shape, num_actions, continuous, normalize_obs, normalize_values, init_log_std)
+
+    @staticmethod
+    def _tower(c: int, layers: Sequence[tuple[int, tuple[int, int], tuple[int, int]]], flat: int, hidden: int) -> nn.Sequential:
+        modules: list[nn.Module] = []
+        for ch, kernel, stride in layers:
+            modules += [_init(nn.Conv2d(c, ch, kernel, stride), math.sqrt(2)), nn.ReLU()]
+            c = ch
+        return nn.Sequential(*modules, nn.Flatten(), _init(nn.Linear(flat, hidden), math.sqrt(2)), nn.ReLU())
+
+    def body(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Policy output ``[B, A]`` and value ``[B]``."""
+        x = obs.permute(0, 3, 1, 2)
+        z = self.trunk(x)
+        zv = z if self.vf_trunk is None else self.vf_trunk(x)
+        return self.pi(z), self.vf(zv).squeeze(-1)
+
+
+def is_image_shape(obs_shape: Sequence[int]) -> bool:
+    """Whether ``model: auto`` reads ``obs_shape`` as an image: ``[H, W, C]`` with both sides at least ``MIN_IMAGE_SIDE``."""
+    return len(obs_shape) == 3 and min(int(obs_shape[0]), int(obs_shape[1])) >= MIN_IMAGE_SIDE
+
+
+def check_image_shape(obs_shape: Sequence[int]) -> None:
+    """ValueError naming the shape unless the strided encoder takes it (see :func:`is_image_shape`)."""
+    shape = [int(x) for x in obs_shape]
+    if len(shape) != 3:
+        raise ValueError(f"model nature_cnn needs [H, W, C] image observations, got shape {shape} "
+                         "(model=mlp for flat observations)")
+    if min(shape[:2]) < MIN_IMAGE_SIDE:
+        raise ValueError(f"model nature_cnn needs frames of at least {MIN_IMAGE_SIDE}x{MIN_IMAGE_SIDE} pixels, got shape "
+                         f"{shape} ([H, W, C]): use model=conv (unstrided, for boards and small frames) or resize the "
+                         "frames larger (env.kwargs.preprocess.resize)")
+
+
+MODEL_KINDS = ("auto", "mlp", "conv", "nature_cnn")
+
+
 def build_model(kind: str, obs_shape: Sequence[int], num_actions: int, **kwargs) -> nn.Module:
-    """``kind`` is ``"mlp"``, ``"conv"`` or ``"auto"`` (conv for ``[H, W, C]`` boards, else mlp);
-    ``kwargs`` go to the model (``hidden``, ``separate_networks``, ``normalize_obs``, ...)."""
+    """``kind`` is ``"mlp"``, ``"conv"``, ``"nature_cnn"`` or ``"auto"``: nature_cnn for ``[H, W, C]``
+    images (both sides at least ``MIN_IMAGE_SIDE`` = 32), conv for smaller ``[H, W, C]`` (boards), else
+    mlp; ``kwargs`` go to the model (``hidden``, ``separate_networks``, ``normalize_obs``, ...)."""
     from league.algos.symmetry import symmetrize  # the wrapper is built on these models
 
     symmetry = kwargs.pop("symmetry", None)
     return symmetrize(_build_base_model(kind, obs_shape, num_actions, **kwargs), symmetry, obs_shape, num_actions)
 
 
-def _build_base_model(kind: str, obs_shape: Sequence[int], num_actions: int, **kwargs) -> nn.Module:
+def resolve_model_kind(kind: str, obs_shape: Sequence[int]) -> str:
+    """The model kind ``kind`` names for ``obs_shape`` (``"auto"`` resolved; ValueError for an unknown kind)."""
+    if kind not in MODEL_KINDS:
+        raise ValueError(f"unknown model kind '{kind}' (known: {', '.join(MODEL_KINDS)})")
     if kind == "auto":
-        kind = "conv" if len(obs_shape) == 3 else "mlp"
-    if kind == "mlp":
-        return MLPModel(obs_shape, num_actions, **kwargs)
-    if kind == "conv":
-        return ConvModel(obs_shape, num_actions, **kwargs)
-    raise ValueError(f"unknown model kind '{kind}' (known: auto, mlp, conv)")
+        return "mlp" if len(obs_shape) != 3 else "nature_cnn" if is_image_shape(obs_shape) else "conv"
+    return kind
+
+
+def _build_base_model(kind: str, obs_shape: Sequence[int], num_actions: int, **kwargs) -> nn.Module:
+    model_class = {"mlp": MLPModel, "conv": ConvModel, "nature_cnn": NatureCNNModel}[resolve_model_kind(kind, obs_shape)]
+    return model_class(obs_shape, num_actions, **kwargs)
 
 
 @torch.no_grad()

@@ -41,7 +41,9 @@ class QNetwork(nn.Module):
 def build_q_model(
     kind: str, obs_shape: Sequence[int], num_actions: int, dueling: bool = True, **kwargs
 ) -> QNetwork:
-    """A :class:`QNetwork` over ``build_model(kind, obs_shape, num_actions, **kwargs)``."""
+    """A :class:`QNetwork` over ``build_model(kind, obs_shape, num_actions, **kwargs)``: the same
+    kinds and the same ``auto`` rule as the actor-critic models (mlp for flat observations, conv
+    for boards, the strided nature_cnn for image frames of 32x32 and up)."""
     return QNetwork(build_model(kind, obs_shape, num_actions, **kwargs), dueling=dueling)
 
 

@@ -1,0 +1,112 @@
+"""Default models: the strided Nature-CNN encoder for image frames (scale, shapes, kernels fitted
+to small frames), ``model: auto``'s choice between boards and images, and the errors."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from league.algos import make_algorithm
+from league.algos.models import (
+    MIN_IMAGE_SIDE,
+    ConvModel,
+    MLPModel,
+    NatureCNNModel,
+    build_model,
+    resolve_model_kind,
+    update_normalizers,
+)
+from league.algos.q_models import QNetwork, build_q_model
+from league.envs.base import AgentSpec
+
+
+def _params(model: torch.nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def test_nature_cnn_on_atari_frames_is_nature_scale():
+    """84x84x4: 8x8/4 -> 20x20, 4x4/2 -> 9x9, 3x3/1 -> 7x7, 7*7*64 -> 512: about 1.7M parameters,
+    where the unstrided conv model would have 84*84*64*128 = 58M in its linear layer alone."""
+    model = build_model("nature_cnn", (84, 84, 4), 18)
+    assert isinstance(model, NatureCNNModel)
+    assert model.conv_layers == [(32, (8, 8), (4, 4)), (64, (4, 4), (2, 2)), (64, (3, 3), (1, 1))]
+    assert 1_500_000 < _params(model) < 2_000_000
+    separate = build_model("nature_cnn", (84, 84, 4), 18, separate_networks=True)
+    assert 3_000_000 < _params(separate) < 4_000_000  # a second trunk for the value function
+
+
+def test_nature_cnn_output_shapes_discrete_continuous_and_options():
+    obs = torch.rand(5, 48, 48, 2)
+    logits, value = build_model("nature_cnn", (48, 48, 2), 3)(obs)
+    assert logits.shape == (5, 3) and value.shape == (5,)
+    model = build_model("nature_cnn", (48, 48, 2), 2, continuous=True, init_log_std=-0.5, separate_networks=True,
+                        normalize_obs=True, normalize_values=True)
+    update_normalizers(model, obs, torch.randn(5) * 10 + 3)
+    dist_inputs, value = model(obs)
+    assert dist_inputs.shape == (5, 4) and value.shape == (5,)
+    assert torch.allclose(dist_inputs[:, 2:], torch.full((5, 2), -0.5))
+    assert model.value_scale() > 1.0 and torch.isfinite(value).all()
+    (dist_inputs.sum() + value.sum()).backward()
+    assert all(p.grad is not None for p in model.trunk.parameters()) and all(p.grad is not None for p in model.vf_trunk.parameters())
+
+
+@pytest.mark.parametrize("shape", [(32, 32, 1), (33, 35, 3), (36, 36, 1), (32, 200, 3), (120, 457, 3)])
+def test_kernels_fit_small_and_non_square_frames(shape):
+    """Sides from 32 up: a kernel larger than what is left of the frame shrinks to it, so the
+    spatial size never falls below 1 (32x32: 7x7 after the first layer, 2x2 after the second,
+    so the 3x3 becomes 2x2)."""
+    model = build_model("nature_cnn", shape, 4)
+    logits, value = model(torch.rand(2, *shape))
+    assert logits.shape == (2, 4) and value.shape == (2,) and torch.isfinite(logits).all()
+    if shape == (32, 32, 1):
+        assert model.conv_layers[-1] == (64, (2, 2), (1, 1))
+
+
+@pytest.mark.parametrize(
+    ("shape", "kind", "model_class"),
+    [
+        ((3, 3, 2), "conv", ConvModel),  # tic-tac-toe
+        ((6, 7, 2), "conv", ConvModel),  # connect four
+        ((19, 19, 17), "conv", ConvModel),  # go
+        ((31, 200, 3), "conv", ConvModel),  # one side below 32
+        ((MIN_IMAGE_SIDE, MIN_IMAGE_SIDE, 1), "nature_cnn", NatureCNNModel),
+        ((48, 48, 2), "nature_cnn", NatureCNNModel),  # env=pistonball
+        ((84, 84, 4), "nature_cnn", NatureCNNModel),
+        ((48, 48), "mlp", MLPModel),  # not [H, W, C]
+        ((128,), "mlp", MLPModel),
+    ],
+)
+def test_auto_picks_conv_for_boards_and_nature_cnn_for_images(shape, kind, model_class):
+    assert resolve_model_kind("auto", shape) == kind
+    assert type(build_model("auto", shape, 4)) is model_class
+
+
+def test_auto_rule_is_the_same_for_actor_critic_and_q_models():
+    image, board = AgentSpec((48, 48, 2), 3, False), AgentSpec((6, 7, 2), 7, True)
+    for algo in ("ppo", "impala", "dqn"):
+        model = make_algorithm(algo, image, {"model": "auto"}).make_model()
+        body = model.body if isinstance(model, QNetwork) else model
+        assert isinstance(body, NatureCNNModel), algo
+    q_board = build_q_model("auto", board.obs_shape, board.num_actions)
+    assert isinstance(q_board.body, ConvModel)
+    assert q_board(torch.rand(3, 6, 7, 2)).shape == (3, 7)
+    assert build_q_model("nature_cnn", (48, 48, 2), 3)(torch.rand(3, 48, 48, 2)).shape == (3, 3)
+
+
+def test_explicit_conv_still_builds_on_images():
+    assert isinstance(build_model("conv", (40, 40, 1), 3, channels=(4,), hidden=8), ConvModel)
+
+
+def test_errors_name_the_shape_and_the_fix():
+    with pytest.raises(ValueError, match=r"at least 32x32 pixels, got shape \[6, 7, 2\].*use model=conv"):
+        build_model("nature_cnn", (6, 7, 2), 7)
+    with pytest.raises(ValueError, match=r"got shape \[31, 64, 3\].*model=conv"):
+        build_model("nature_cnn", (31, 64, 3), 7)
+    with pytest.raises(ValueError, match=r"needs \[H, W, C\] image observations, got shape \[4\]"):
+        build_model("nature_cnn", (4,), 2)
+    with pytest.raises(ValueError, match="one kernel and stride per conv layer"):
+        build_model("nature_cnn", (48, 48, 2), 2, channels=(16, 32))
+    with pytest.raises(ValueError, match="unknown model kind 'cnn' .*nature_cnn"):
+        build_model("cnn", (48, 48, 2), 2)
+    with pytest.raises(ValueError, match="nature_cnn needs frames of at least"):
+        make_algorithm("ppo", AgentSpec((3, 3, 2), 9, True), {"model": "nature_cnn"}).make_model()
