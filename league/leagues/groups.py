@@ -194,7 +194,7 @@ class GroupLeague(TrainingLeague):
             seats = ep["policies"]
             played = {g: seats.get(m[0]) for g, m in self.groups.items()}
             returns = group_returns(ep, self.groups)
-            if self.ratings is not None and len(self.groups) > 1:
+            if self.ratings is not None and len(self.groups) > 1 and set(seats.values()) <= members:  # not an evicted snapshot's
                 self.ratings.rate_episode(seats, ep["returns"])
             for g, pid in played.items():
                 if pid not in self.learning:

@@ -67,8 +67,10 @@ class SelfPlayLeague(TrainingLeague):
         """Main-vs-opponent results into the payoff table; games of more than two players
         also into openskill ratings (placements), when installed."""
         self.pool.record(episodes)
+        members = {self.pool.main, *self.fixed, *(s.policy_id for s in self.pool.snapshots)}
         for ep in episodes:
-            if len(ep["policies"]) > 2:
+            # An episode that drew a snapshot since evicted must not bring it back (as in the payoff table).
+            if len(ep["policies"]) > 2 and set(ep["policies"].values()) <= members:
                 if self.ratings is None:
                     self.ratings = placement_ratings() or False
                 if self.ratings:
@@ -90,6 +92,8 @@ class SelfPlayLeague(TrainingLeague):
         if evicted is not None:
             calls += [submit(s, "remove_policy", evicted.policy_id) for s in samplers]
             self.pool.payoff.forget(evicted.policy_id)
+            if self.ratings:
+                self.ratings.forget(evicted.policy_id)
             self.evicted += 1
         resolve_lenient(calls, samplers * (len(calls) // max(1, len(samplers))))  # a restarting sampler gets the league from its hook
 
@@ -102,11 +106,20 @@ class SelfPlayLeague(TrainingLeague):
         return out
 
     def state(self) -> dict[str, Any]:
-        """The pool's state and the snapshot clock."""
-        return {"pool": self.pool.state(), "last_snapshot_step": self._last_snapshot_step, "evicted": self.evicted}
+        """The pool's state, the snapshot clock and the openskill ratings (games of more than two players)."""
+        return {
+            "pool": self.pool.state(),
+            "last_snapshot_step": self._last_snapshot_step,
+            "evicted": self.evicted,
+            "openskill": self.ratings.state() if self.ratings else None,
+        }
 
     def load_state(self, state: Mapping[str, Any], policies: Mapping[str, Weights]) -> None:
-        """Snapshots (with weights from ``policies``), the payoff table and the snapshot clock."""
+        """Snapshots (with weights from ``policies``), the payoff table, the snapshot clock and the ratings."""
         self.pool.load_state(state["pool"], policies)
         self._last_snapshot_step = int(state.get("last_snapshot_step", 0))
         self.evicted = int(state.get("evicted", 0))
+        if state.get("openskill"):
+            self.ratings = placement_ratings() or False
+            if self.ratings:
+                self.ratings.load_state(state["openskill"])
