@@ -2,7 +2,8 @@
 
 :func:`make_progress` picks one of three reporters from the run config: a live
 ``rich`` display (a bar towards whichever stop budget is nearest, plus iteration, env
-steps, steps/s, time left and the best evaluation win rate) when stdout is a terminal;
+steps, steps/s, time left and the run's success metric: the best evaluation win rate, or
+the evaluation return where ``eval.metric`` resolves to it) when stdout is a terminal;
 one plain line per iteration when it is not (logs, CI); nothing when ``verbose`` is
 off. The budget arithmetic is :func:`budget_status`, a pure function.
 """
@@ -69,32 +70,40 @@ def best_rating(row: Mapping[str, Any]) -> str:
     return f"{player}={rating:.1f}"
 
 
-def league_status(row: Mapping[str, Any]) -> str:
-    """The league part of a status line: evaluation mean returns (the figure of co-op and
-    single-agent envs), best rating and exploitability where the row has them."""
-    parts = []
+def _returns(row: Mapping[str, Any]) -> str:
     returns = row.get("eval_return_mean") or {}
-    if returns:
-        parts.append("return " + " ".join(f"{pid}={r:.3g}" for pid, r in returns.items()))
+    return ("return " + " ".join(f"{pid}={r:.3g}" for pid, r in returns.items())) if returns else ""
+
+
+def league_status(row: Mapping[str, Any], metric: str = "win_rate") -> str:
+    """The league part of a status line: evaluation mean returns (unless ``metric`` is
+    ``return``: then they lead the line), best rating and exploitability where the row has them."""
+    parts = [_returns(row)] if metric != "return" else []
     best = best_rating(row)
     if best:
         parts.append(f"best rating {best}")
     expl = row.get("exploitability") or {}
     if "meta_strategy" in expl:
         parts.append(f"exploitability {expl['meta_strategy']:.4f}")
-    return "  ".join(parts)
+    return "  ".join(p for p in parts if p)
 
 
-def format_status(row: Mapping[str, Any], seconds_left: float | None, best_win_rate: float | None) -> str:
-    """One-line summary of an iteration's metrics row."""
-    wr = row.get("win_rate_vs_random") or {}
-    latest = " ".join(f"{pid}={w:.3f}" for pid, w in wr.items()) or "-"
-    best = "-" if best_win_rate is None else f"{best_win_rate:.3f}"
+def format_status(row: Mapping[str, Any], seconds_left: float | None, best_win_rate: float | None, metric: str = "win_rate") -> str:
+    """One-line summary of an iteration's metrics row, led by the run's success metric
+    (``eval.metric`` resolved): the win rate against random, or for ``return`` (co-op and
+    single-agent envs, where the win rate is a meaningless 0) the evaluation mean return."""
+    if metric == "return":
+        figure = _returns(row) or "return -"
+    else:
+        wr = row.get("win_rate_vs_random") or {}
+        latest = " ".join(f"{pid}={w:.3f}" for pid, w in wr.items()) or "-"
+        best = "-" if best_win_rate is None else f"{best_win_rate:.3f}"
+        figure = f"win_rate_vs_random {latest} (best {best})"
     line = (
         f"iter {row['iteration']:5d}  steps {row['env_steps']:10,d}  steps/s {row['env_steps_per_s']:8,.1f}  "
-        f"left {_duration(seconds_left):>7}  win_rate_vs_random {latest} (best {best})  snapshots {row.get('snapshots', 0)}"
+        f"left {_duration(seconds_left):>7}  {figure}  snapshots {row.get('snapshots', 0)}"
     )
-    league = league_status(row)
+    league = league_status(row, metric)
     return f"{line}  {league}" if league else line
 
 
@@ -109,8 +118,9 @@ class ProgressReporter(Protocol):
 
 
 class _Budgeted:
-    def __init__(self, stop: StopConfig, start_iteration: int, start_env_steps: int) -> None:
+    def __init__(self, stop: StopConfig, start_iteration: int, start_env_steps: int, metric: str = "win_rate") -> None:
         self.stop = stop
+        self.metric = metric  # the figure the status leads with (format_status)
         self.start_iteration, self.start_env_steps = start_iteration, start_env_steps
 
     def _status(self, row: Mapping[str, Any], elapsed_s: float) -> tuple[float, float | None]:
@@ -132,14 +142,14 @@ class NoProgress:
 class LineProgress(_Budgeted):
     """One plain line per iteration on ``stream`` (stdout by default)."""
 
-    def __init__(self, stop: StopConfig, start_iteration: int = 0, start_env_steps: int = 0, stream: Any = None) -> None:
-        super().__init__(stop, start_iteration, start_env_steps)
+    def __init__(self, stop: StopConfig, start_iteration: int = 0, start_env_steps: int = 0, stream: Any = None, metric: str = "win_rate") -> None:
+        super().__init__(stop, start_iteration, start_env_steps, metric)
         self.stream = stream
 
     def update(self, row: Mapping[str, Any], elapsed_s: float, best_win_rate: float | None) -> None:
         """Print the row's status line."""
         _, left = self._status(row, elapsed_s)
-        print(format_status(row, left, best_win_rate), file=self.stream or sys.stdout, flush=True)
+        print(format_status(row, left, best_win_rate, self.metric), file=self.stream or sys.stdout, flush=True)
 
     def close(self) -> None:
         """Nothing to stop."""
@@ -148,10 +158,10 @@ class LineProgress(_Budgeted):
 class LiveProgress(_Budgeted):
     """A ``rich`` progress bar with the run's status, redrawn in place after each iteration."""
 
-    def __init__(self, stop: StopConfig, start_iteration: int = 0, start_env_steps: int = 0, console: Any = None) -> None:
+    def __init__(self, stop: StopConfig, start_iteration: int = 0, start_env_steps: int = 0, console: Any = None, metric: str = "win_rate") -> None:
         from rich.progress import BarColumn, Progress, TextColumn
 
-        super().__init__(stop, start_iteration, start_env_steps)
+        super().__init__(stop, start_iteration, start_env_steps, metric)
         # Narrow enough for an 80-column terminal.
         self._progress = Progress(
             BarColumn(bar_width=16),
@@ -167,10 +177,13 @@ class LiveProgress(_Budgeted):
     def update(self, row: Mapping[str, Any], elapsed_s: float, best_win_rate: float | None) -> None:
         """Move the bar and rewrite the status text."""
         fraction, left = self._status(row, elapsed_s)
-        wr = "-" if best_win_rate is None else f"{best_win_rate:.3f}"
+        if self.metric == "return":
+            figure = _returns(row) or "return -"
+        else:
+            figure = "best win " + ("-" if best_win_rate is None else f"{best_win_rate:.3f}")
         status = (
             f"iter {row['iteration']}  {row['env_steps']:,} steps  {row['env_steps_per_s']:,.0f}/s  "
-            f"left {_duration(left)}  best win {wr}  {league_status(row)}"
+            f"left {_duration(left)}  {figure}  {league_status(row, self.metric)}"
         ).rstrip()
         self._progress.update(self._task, completed=fraction, status=status)
         self._progress.refresh()
@@ -183,9 +196,13 @@ class LiveProgress(_Budgeted):
 
 
 def make_progress(cfg: RunConfig, start_iteration: int = 0, start_env_steps: int = 0) -> ProgressReporter:
-    """The reporter for a run: live on a terminal, lines otherwise, none unless ``verbose``."""
+    """The reporter for a run: live on a terminal, lines otherwise, none unless ``verbose``;
+    it leads with ``eval.metric`` as the final line of ``league-train`` resolves it."""
     if not cfg.verbose:
         return NoProgress()
+    from league.run.build import success_metric
+
+    metric = success_metric(cfg)
     if cfg.logging.progress and sys.stdout.isatty():
-        return LiveProgress(cfg.stop, start_iteration, start_env_steps)
-    return LineProgress(cfg.stop, start_iteration, start_env_steps)
+        return LiveProgress(cfg.stop, start_iteration, start_env_steps, metric=metric)
+    return LineProgress(cfg.stop, start_iteration, start_env_steps, metric=metric)

@@ -238,7 +238,10 @@ class Trainer:
         self.evaluation.collect(self.league, block=False)
         time_s = elapsed + time.perf_counter() - t0
         lost = self.episodes.lost_sampler_calls + self.evaluation.lost_sampler_calls
-        extra = {"learner_restores": self.learner_restores, "lost_sampler_calls": lost, "eval_return_mean": dict(self.evaluation.returns)}
+        extra = {
+            "learner_restores": self.learner_restores, "lost_sampler_calls": lost,
+            "eval_return_mean": dict(self.evaluation.returns), "eval_return_median": dict(self.evaluation.medians),
+        }  # fmt: skip
         row = records.metrics_row(self.clock, time_s, train_steps, stats, self.plan, self.league, self.learner, self.win_rates, extra)
         self.history.append(row)
         if self.logger is not None:  # None when step() is driven without train()
@@ -317,6 +320,7 @@ class Trainer:
         extra = {
             "best_win_rate_vs_random": self.evaluation.best_win_rate,
             "eval_return_mean": dict(self.evaluation.returns),
+            "eval_return_median": dict(self.evaluation.medians),
             "final_return_mean": sum(self.evaluation.returns.values()) / len(self.evaluation.returns) if self.evaluation.returns else None,
             "resumed_from": str(self.resumed_from) if self.resumed_from else None,
             "learner_restores": self.learner_restores,

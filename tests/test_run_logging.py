@@ -146,3 +146,94 @@ def test_status_line_shows_the_best_rating_and_exploitability():
     line = format_status(row, 60.0, None)
     assert "best rating main=21.5" in line and "exploitability 0.0412" in line
     assert "best rating" not in format_status({**row, "ratings": {}, "exploitability": {}}, 60.0, None)
+
+
+class _EvalSampler:
+    """An in-process sampler whose evaluation games have fixed returns (one seat, or a team of two)."""
+
+    def __init__(self, returns: list[float], team: bool = False) -> None:
+        self.returns, self.team = returns, team
+
+    def evaluate(self, episodes, matchups, **_):
+        seats = ("a", "b") if self.team else ("a",)
+        return [{"policies": {s: "main" for s in seats} | {"x": "random"}, "returns": {"a": r, "b": r + 2.0, "x": 0.0},
+                 "outcome": {s: "loss" for s in (*seats, "x")}} for r in self.returns]  # fmt: skip
+
+
+class _EvalLeague:
+    learning = ["main"]
+
+    def evaluation_matchups(self):
+        return []
+
+    def evaluation_source(self, pid, opponent):
+        return None
+
+
+def test_evaluation_reports_the_mean_and_the_median_return():
+    from league.run.evaluation import EvaluationRounds, mean_return_of, median_return_of
+
+    rounds = EvaluationRounds("random", episodes=10)
+    rounds.start([_EvalSampler([0.0, 0.0, 1.0]), _EvalSampler([1.0, 13.0])], _EvalLeague())
+    rounds.collect(_EvalLeague(), block=True)
+    assert rounds.returns == {"main": 3.0} and rounds.medians == {"main": 1.0}  # one big episode moves only the mean
+    team = _EvalSampler([0.0, 4.0, 10.0], team=True).evaluate(3, None)  # a team's return: the mean over its seats
+    assert mean_return_of("main", team) == pytest.approx(5.6666, abs=1e-3) and median_return_of("main", team) == 5.0
+    assert median_return_of("nobody", team) is None and median_return_of("main", []) is None
+
+
+def test_status_line_leads_with_the_return_where_the_metric_is_return():
+    from league.progress import format_status
+
+    row = {"iteration": 3, "env_steps": 1000, "env_steps_per_s": 10.0, "win_rate_vs_random": {"main": 0.0},
+           "eval_return_mean": {"main": 187.5}, "eval_return_median": {"main": 200.0}, "snapshots": 0}  # fmt: skip
+    line = format_status(row, 60.0, 0.0, metric="return")
+    assert "win_rate" not in line and "left   1m00s  return main=188  snapshots 0" in line and line.count("return main") == 1
+    assert "return -" in format_status({**row, "eval_return_mean": {}}, 60.0, None, metric="return")  # before the first evaluation
+    board = format_status(row, 60.0, 0.5)  # win rate first, the return after it as before
+    assert board.index("win_rate_vs_random main=0.000 (best 0.500)") < board.index("return main=188")
+
+
+def test_progress_reporters_lead_with_the_metric_eval_metric_resolves_to(monkeypatch):
+    from rich.console import Console
+
+    from league.run.build import success_metric
+
+    row = _row(3, 500) | {"eval_return_mean": {"main": 42.0}}
+    single_agent = parse_run_config({"verbose": True, "env": {"name": "gymnasium:CartPole-v1"}, "logging": {"progress": False}})
+    board = parse_run_config({"verbose": True, "logging": {"progress": False}})
+    forced = parse_run_config({"verbose": True, "eval": {"metric": "return"}})
+    monkeypatch.setattr("sys.stdout", io.StringIO())
+    for cfg, metric in ((single_agent, "return"), (board, "win_rate"), (forced, "return")):
+        progress = make_progress(cfg)
+        assert progress.metric == metric == success_metric(cfg)  # the final line's resolution
+        out = io.StringIO()
+        progress.stream = out
+        progress.update(row, 5.0, 0.25)
+        assert ("win_rate" not in out.getvalue()) == (metric == "return") and "return main=42" in out.getvalue()
+    text = io.StringIO()
+    live = LiveProgress(StopConfig(env_steps=1000, iterations=0, time_s=0), console=Console(file=text, force_terminal=True, width=200), metric="return")
+    live.update(row, 5.0, 0.25)
+    live.close()
+    assert "return main=42" in text.getvalue() and "best win" not in text.getvalue()
+
+
+def test_a_single_agent_run_logs_the_median_return_and_its_progress_line_leads_with_the_return(tmp_path, capsys):
+    from league.cli.train import run_job
+
+    values = {
+        "env": {"name": "cartpole"},
+        "algo": {"name": "ppo", "params": {"train_batch_size": 128, "minibatch_size": 64, "num_epochs": 1}},
+        "sampler": {"num_samplers": 1, "num_envs": 4, "fragment_length": 32, "remote": False},
+        "iteration": {"min_env_steps": 128},
+        "eval": {"interval": 1, "episodes": 4},
+        "stop": {"iterations": 2, "time_s": 0, "env_steps": 0},
+        "logging": {"tensorboard": False, "progress": False},
+        "verbose": True,
+    }
+    summary = run_job(values, str(tmp_path))
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert all(set(r["eval_return_median"]) == set(r["eval_return_mean"]) for r in rows) and rows[-1]["eval_return_median"]["main"] >= 1.0
+    assert summary["eval_return_median"] == rows[-1]["eval_return_median"]
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("iter ")]
+    assert len(lines) == 2 and all("win_rate" not in line for line in lines) and "  return main=" in lines[-1]

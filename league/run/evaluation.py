@@ -10,6 +10,7 @@ A sampler lost mid-call (its node died) costs its episodes, never the run.
 
 from __future__ import annotations
 
+import statistics
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -22,7 +23,7 @@ from league.sampling import MatchupBatch, MatchupSource, OpponentSampling
 #: Iterations in a row without a finished training episode before a warning says why.
 QUIET_ITERATIONS_WARNING = 4
 
-__all__ = ["EpisodeFeed", "EvaluationRounds", "win_rate", "wins_of", "mean_return_of"]
+__all__ = ["EpisodeFeed", "EvaluationRounds", "win_rate", "wins_of", "mean_return_of", "median_return_of"]
 
 
 def wins_of(policy_id: str, episodes: Sequence[Mapping[str, Any]]) -> float:
@@ -32,14 +33,26 @@ def wins_of(policy_id: str, episodes: Sequence[Mapping[str, Any]]) -> float:
     return wins / len(episodes)
 
 
-def mean_return_of(policy_id: str, episodes: Sequence[Mapping[str, Any]]) -> float | None:
-    """``policy_id``'s mean episode return (a team's: the mean over its seats), None without a seat."""
-    per_episode = [
+def _returns_of(policy_id: str, episodes: Sequence[Mapping[str, Any]]) -> list[float]:
+    """``policy_id``'s return in each episode it played (a team's: the mean over its seats)."""
+    return [
         sum(seats) / len(seats)
         for e in episodes
         if (seats := [e["returns"][a] for a, p in e["policies"].items() if p == policy_id])
     ]
+
+
+def mean_return_of(policy_id: str, episodes: Sequence[Mapping[str, Any]]) -> float | None:
+    """``policy_id``'s mean episode return (a team's: the mean over its seats), None without a seat."""
+    per_episode = _returns_of(policy_id, episodes)
     return sum(per_episode) / len(per_episode) if per_episode else None
+
+
+def median_return_of(policy_id: str, episodes: Sequence[Mapping[str, Any]]) -> float | None:
+    """``policy_id``'s median episode return (a team's per episode: the mean over its seats),
+    None without a seat; unlike the mean, a few outlier episodes barely move it."""
+    per_episode = _returns_of(policy_id, episodes)
+    return float(statistics.median(per_episode)) if per_episode else None
 
 
 def win_rate(samplers: Sequence[SamplerHandle], policy_id: str, opponent: str, episodes: int, matchups: MatchupSource | None = None) -> float:
@@ -105,6 +118,7 @@ class EvaluationRounds:
         win_rates: the latest win rate of each learning policy against the opponent.
         returns: the latest mean episode return of each learning policy in those games
             (the success metric of co-op and single-agent envs, where nobody wins).
+        medians: the latest median episode return of each learning policy in those games.
         best_win_rate: the best, over rounds, of the worst policy's win rate.
         lost_sampler_calls: evaluation calls lost with their sampler.
     """
@@ -114,6 +128,7 @@ class EvaluationRounds:
         self.episodes = episodes
         self.win_rates: dict[str, float] = {}
         self.returns: dict[str, float] = {}
+        self.medians: dict[str, float] = {}
         self.best_win_rate: float | None = None
         self.lost_sampler_calls = 0
         self._pending: list[tuple[str | None, list[tuple[SamplerHandle, Any]]]] = []  # (policy, or None: league games; calls)
@@ -160,9 +175,10 @@ class EvaluationRounds:
                 league.record(episodes)
             elif episodes:  # every sampler of this evaluation lost: no result, not a 0
                 self.win_rates[pid] = wins_of(pid, episodes)
-                mean = mean_return_of(pid, episodes)
+                mean, median = mean_return_of(pid, episodes), median_return_of(pid, episodes)
                 if mean is not None:
                     self.returns[pid] = round(mean, 5)
+                    self.medians[pid] = round(median, 5)
         self._pending = []
         if self.win_rates:
             worst = min(self.win_rates.values())
