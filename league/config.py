@@ -150,8 +150,9 @@ class EvalConfig:
     episodes: int = 100
     opponent: str = "random"
     # What the final line reports and sweeps optimise: win_rate (against the opponent), return
-    # (mean episode return in those games), or auto: return for single-agent envs and envs whose
-    # agents form one group (a co-op team), win_rate otherwise.
+    # (mean episode return in those games), auto: return for single-agent envs and envs whose
+    # agents form one group (a co-op team), win_rate otherwise; or any metric key of the
+    # metrics rows (as stop.metric: eval_return_median, main/entropy; league.run.stops).
     metric: str = "auto"
 
 
@@ -166,6 +167,11 @@ class StopConfig:
     # Stop once every learning policy's evaluation mean episode return is >= this (null: off);
     # the criterion for co-op and single-agent envs (cartpole: 475), where nobody wins.
     return_mean: float | None = None
+    # Stop once any figure of the metrics rows reaches its threshold: {metric key: threshold},
+    # e.g. {eval_return_median: 200}, {main/episode_return_mean: 0.5}, {eval_return_mean/prey: -5}
+    # (keys: league.run.stops; a per-policy figure counts once every policy's value reaches it).
+    metric: dict[str, float] = field(default_factory=dict)
+    mode: str = "max"  # for stop.metric: max stops at >= the threshold, min at <= (a loss)
 
 
 @dataclass
@@ -363,8 +369,11 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
         )
     if cfg.resume is not None and (not isinstance(cfg.resume, str) or not cfg.resume):
         raise ValueError(f"resume must be a checkpoint path (a non-empty string) or null, got {cfg.resume!r}")
+    from league.run.stops import check_metric_key, check_stop_metric
+
+    check_stop_metric(cfg.stop.metric, cfg.stop.mode)
     if cfg.eval.metric not in ("auto", "win_rate", "return"):
-        raise ValueError(f"eval.metric must be 'auto', 'win_rate' or 'return', got '{cfg.eval.metric}'")
+        check_metric_key(cfg.eval.metric, "eval.metric (auto, win_rate, return or a metric key)")
     if cfg.eval.opponent != "random":
         raise ValueError(f"eval.opponent '{cfg.eval.opponent}' is not supported (known: random)")
     return cfg

@@ -75,6 +75,17 @@ def _returns(row: Mapping[str, Any]) -> str:
     return ("return " + " ".join(f"{pid}={r:.3g}" for pid, r in returns.items())) if returns else ""
 
 
+def _figure(row: Mapping[str, Any], key: str) -> str:
+    from league.run.stops import figures, lookup
+
+    value = lookup(row, key)
+    if figures(value) is None:
+        return "-"
+    if isinstance(value, Mapping):
+        return " ".join(f"{k}={v:.4g}" for k, v in value.items())
+    return f"{value:.4g}"
+
+
 def league_status(row: Mapping[str, Any], metric: str = "win_rate") -> str:
     """The league part of a status line: evaluation mean returns (unless ``metric`` is
     ``return``: then they lead the line), best rating and exploitability where the row has them."""
@@ -90,10 +101,13 @@ def league_status(row: Mapping[str, Any], metric: str = "win_rate") -> str:
 
 def format_status(row: Mapping[str, Any], seconds_left: float | None, best_win_rate: float | None, metric: str = "win_rate") -> str:
     """One-line summary of an iteration's metrics row, led by the run's success metric
-    (``eval.metric`` resolved): the win rate against random, or for ``return`` (co-op and
-    single-agent envs, where the win rate is a meaningless 0) the evaluation mean return."""
+    (``eval.metric`` resolved): the win rate against random, for ``return`` (co-op and
+    single-agent envs, where the win rate is a meaningless 0) the evaluation mean return,
+    or the figure a metric key names."""
     if metric == "return":
         figure = _returns(row) or "return -"
+    elif metric != "win_rate":  # a metric key (eval.metric=<key>, league.run.stops)
+        figure = f"{metric} {_figure(row, metric)}"
     else:
         wr = row.get("win_rate_vs_random") or {}
         latest = " ".join(f"{pid}={w:.3f}" for pid, w in wr.items()) or "-"

@@ -59,16 +59,20 @@ def run_job(values: dict[str, Any], output_dir: str) -> dict[str, Any]:
     finally:
         trainer.close()
     from league.run.build import success_metric
+    from league.run.stops import final_value
 
     # Co-op and single-agent envs have no winner: their figure is the mean episode return.
     metric = success_metric(run_cfg)
     summary["metric"] = metric
-    summary["final_metric"] = summary["final_return_mean"] if metric == "return" else summary["final_win_rate_vs_random"]
-    figure = (
-        f"mean return {summary['final_return_mean']} (per policy {summary['eval_return_mean']})"
-        if metric == "return"
-        else f"win rate vs random {summary['final_win_rate_vs_random']}"
-    )
+    if metric == "return":
+        summary["final_metric"] = summary["final_return_mean"]
+        figure = f"mean return {summary['final_return_mean']} (per policy {summary['eval_return_mean']})"
+    elif metric == "win_rate":
+        summary["final_metric"] = summary["final_win_rate_vs_random"]
+        figure = f"win rate vs random {summary['final_win_rate_vs_random']}"
+    else:  # a metric key: its value in the last metrics row that reported it
+        summary["final_metric"] = final_value(trainer.history, metric)
+        figure = f"{metric} {summary['final_metric']}"
     print(
         f"league-train: done in {summary['wall_time_s']} s, {summary['iterations']} iterations, {summary['env_steps']} env steps "
         f"({summary['env_steps_per_s']} steps/s), {figure}; "
@@ -80,7 +84,7 @@ def run_job(values: dict[str, Any], output_dir: str) -> dict[str, Any]:
 @hydra.main(config_path=config_dir(), config_name="config", version_base="1.3")
 def _train(cfg: DictConfig) -> float | None:
     summary = run_job(OmegaConf.to_container(cfg, resolve=True), HydraConfig.get().runtime.output_dir)
-    return summary["final_metric"]  # the value sweepers optimise: win rate, or mean return (eval.metric)
+    return summary["final_metric"]  # the value sweepers optimise: win rate, mean return or a metric key (eval.metric)
 
 
 def main() -> None:

@@ -77,7 +77,8 @@ def group_agents(cfg: RunConfig) -> dict[str, list[str]]:
 
 def success_metric(cfg: RunConfig) -> str:
     """``eval.metric`` with ``auto`` resolved: ``return`` for a single-agent env or one whose
-    agents form a single group (a co-op team: nobody wins against a teammate), else ``win_rate``."""
+    agents form a single group (a co-op team: nobody wins against a teammate), else ``win_rate``;
+    a metric key (league.run.stops) as it is."""
     if cfg.eval.metric != "auto":
         return cfg.eval.metric
     if len(cfg.env.groups) == 1 or len(agent_specs(cfg)) == 1:

@@ -18,18 +18,22 @@ from league.config import RunConfig, StopConfig
 from league.leagues import TrainingLeague
 from league.metrics_log import episode_metrics
 from league.resume import league_state
+from league.run.stops import metric_stop_met, warn_unreported
 from league.runtime.faces import LearnerHandle, PlanFace
 
 __all__ = ["RunClock", "metrics_row", "summary", "write_run_checkpoint", "stop_reached"]
 
 
 class RunClock:
-    """A run's clock: iterations and env steps so far, and where this process began."""
+    """A run's clock: iterations and env steps so far, where this process began, and the
+    latest metrics row (what ``stop.metric`` reads)."""
 
     def __init__(self) -> None:
         self.iteration = 0
         self.env_steps = 0
         self.start = (0, 0)  # iteration and env steps when this process began
+        self.latest_row: dict[str, Any] | None = None  # set by metrics_row
+        self.metric_status: dict[str, str] = {}  # stop.metric key -> what the rows had for it (league.run.stops)
 
     def steps_per_s(self, seconds: float) -> float:
         """Env steps per second sampled by this process in ``seconds``."""
@@ -50,7 +54,7 @@ def metrics_row(
     """One iteration's row of ``metrics.jsonl``: progress, episodes, evaluation, counters,
     the league's figures and each policy's learner statistics."""
     metrics = plan.metrics.snapshot()
-    return {
+    run.latest_row = row = {
         "iteration": run.iteration,
         "env_steps": run.env_steps,
         "time_s": round(time_s, 2),
@@ -67,12 +71,14 @@ def metrics_row(
         **{f"{pid}/{k}": round(v, 5) for pid, st in metrics.get("learner", {}).items() for k, v in st.items()},
         "operators": metrics.get("operators", {}),
     }
+    return row
 
 
 def summary(
     run: RunClock, cfg: RunConfig, elapsed: float, league: TrainingLeague, win_rates: Mapping[str, float], extra: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """The run's ``summary.json``."""
+    """The run's ``summary.json`` (and a warning for each ``stop.metric`` key never reported)."""
+    warn_unreported(run.metric_status, run.latest_row or ())
     return {
         "iterations": run.iteration,
         "env_steps": run.env_steps,
@@ -117,10 +123,14 @@ def write_run_checkpoint(
 def stop_reached(
     stop: StopConfig, run: RunClock, elapsed: float, win_rates: Mapping[str, float], returns: Mapping[str, float] | None = None
 ) -> bool:
-    """Whether any of ``stop``'s criteria (0 or None: off) is met; ``returns``: each learning
-    policy's latest evaluation mean return (``stop.return_mean``)."""
+    """Whether any of ``stop``'s criteria (0, None or empty: off) is met; ``returns``: each learning
+    policy's latest evaluation mean return (``stop.return_mean``); ``stop.metric`` reads the
+    latest metrics row (:mod:`league.run.stops`)."""
+    # First, so that the status of every stop.metric key follows each row (the end-of-run warning).
+    metric = bool(stop.metric) and metric_stop_met(stop.metric, stop.mode, run.latest_row, run.metric_status)
     return bool(
-        (stop.env_steps and run.env_steps >= stop.env_steps)
+        metric
+        or (stop.env_steps and run.env_steps >= stop.env_steps)
         or (stop.iterations and run.iteration >= stop.iterations)
         or (stop.time_s and elapsed >= stop.time_s)
         or (stop.win_rate and win_rates and min(win_rates.values()) >= stop.win_rate)
