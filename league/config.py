@@ -147,7 +147,12 @@ class EvalConfig:
     """Evaluation episodes against a fixed opponent (separate from training)."""
 
     interval: int = 5  # training iterations (see IterationConfig); 0 disables
-    episodes: int = 100
+    episodes: int = 100  # per learning policy, split between the samplers
+    # Each learning policy's evaluation games end after this many env steps (all env copies
+    # together, split between the samplers; 0: off), whichever of this and `episodes` comes
+    # first: episodes still in progress then are dropped, as when stop.time_s ends a round.
+    # Evaluation measured in env steps, for envs whose episodes are long or vary in length.
+    env_steps: int = 0
     opponent: str = "random"
     # What the final line reports and sweeps optimise: win_rate (against the opponent), return
     # (mean episode return in those games), auto: return for single-agent envs and envs whose
@@ -336,6 +341,7 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
         ("stop.win_rate", cfg.stop.win_rate, 0),
         ("eval.interval", cfg.eval.interval, 0),
         ("eval.episodes", cfg.eval.episodes, 1),
+        ("eval.env_steps", cfg.eval.env_steps, 0),
         ("iteration.min_env_steps", cfg.iteration.min_env_steps, 0),
         ("iteration.min_time_s", cfg.iteration.min_time_s, 0),
         ("sampler.broadcast_every_env_steps", s.broadcast_every_env_steps, 0),

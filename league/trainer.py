@@ -78,7 +78,7 @@ class Trainer:
         self.clock = RunClock()
         self.history: deque[dict[str, Any]] = deque(maxlen=HISTORY_ROWS)
         self.episodes = EpisodeFeed()
-        self.evaluation = EvaluationRounds(EVAL_OPPONENT, cfg.eval.episodes)
+        self.evaluation = EvaluationRounds(EVAL_OPPONENT, cfg.eval.episodes, cfg.eval.env_steps)
         self.resumed_from: Path | None = None
         self.checkpoints: list[Path] = []
         self.samplers: list[SamplerHandle] = []

@@ -10,15 +10,21 @@ import sys
 import textwrap
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
 import pytest
+from gymnasium import spaces
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from league.cli.train import config_dir, run_job
 from league.config import parse_run_config
-from league.envs import make_env
+from league.algos import make_algorithm
+from league.envs import make_env, register_env
+from league.envs.gym_env import GymnasiumEnv
 from league.envs.pettingzoo_env import PettingZooParallelEnv
+from league.policy import RandomPolicyFactory
+from league.sampling import FixedMatchups, Sampler
 
 ENV_FILES = sorted(p.stem for p in (Path(config_dir()) / "env").glob("*.yaml"))
 NEEDS = {"simple_tag": "mpe2", "simple_adversary": "mpe2", "simple_push": "mpe2", "simple_speaker_listener": "mpe2", "simple_spread": "mpe2", "pong": "multi_agent_ale_py", "pistonball": "pymunk"}
@@ -189,3 +195,51 @@ def test_an_iteration_longer_than_the_budget_ends_with_it(tmp_path):
     values = _short_run({"name": "cartpole"}, iteration={"min_env_steps": 10**9}, eval={"interval": 0}, stop={"iterations": 0, "time_s": 2.0})
     summary = run_job(values, str(tmp_path))
     assert summary["iterations"] == 1 and summary["wall_time_s"] < 2.0 + 2.0
+
+
+class FixedLength(gym.Env):
+    """Every episode lasts exactly ``length`` steps, each rewarded 1 (a long-episode env)."""
+
+    observation_space = spaces.Box(0.0, 1.0, (1,), np.float32)
+    action_space = spaces.Discrete(2)
+
+    def __init__(self, length: int = 100) -> None:
+        self.length, self.t = length, 0
+
+    def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+        self.t += 1
+        return np.array([self.t / self.length], np.float32), 1.0, self.t >= self.length, False, {}
+
+
+def _register_fixed_length() -> None:
+    register_env("fixed_length", lambda **kw: GymnasiumEnv(FixedLength(**kw), name="fixed_length"), overwrite=True)
+
+
+def test_evaluation_measured_in_env_steps_drops_the_episodes_in_progress():
+    """Sampler.evaluate(max_env_steps=...): 4 env copies of 100-step episodes, 8 asked for."""
+    _register_fixed_length()
+    spec = make_env("fixed_length").spec("agent_0")
+    sampler = Sampler("fixed_length", policies={"main": make_algorithm("ppo", spec, {"model": "mlp"}), "random": RandomPolicyFactory()},
+                      frozen=("random",), matchups=FixedMatchups({"agent_0": "main"}), num_envs=4, fragment_length=8, seed=0)  # fmt: skip
+    source = FixedMatchups({"agent_0": "main"})
+    assert len(sampler.evaluate(8, source)) == 8
+    assert sampler.evaluate(8, source, max_env_steps=250) == [], "63 steps per copy: no episode finished"
+    done = sampler.evaluate(8, source, max_env_steps=450)  # every copy's first episode ends at 400 env steps
+    assert len(done) == 4 and all(e["length"] == 100 for e in done)
+
+
+def test_eval_env_steps_bounds_a_runs_evaluation_rounds(tmp_path):
+    """eval.env_steps through league-train's code path, on a long-episode env; and its validation."""
+    _register_fixed_length()
+    env = {"name": "fixed_length", "kwargs": {"length": 100}}
+    short = run_job(_short_run(env, eval={"episodes": 8, "env_steps": 250}, stop={"iterations": 1}), str(tmp_path / "short"))
+    assert short["iterations"] == 1 and short["eval_return_mean"] == {}, "the round ended before any 100-step episode did"
+    enough = run_job(_short_run(env, eval={"episodes": 8, "env_steps": 450}, stop={"iterations": 1}), str(tmp_path / "enough"))
+    assert enough["eval_return_mean"] == {"main": 100.0}
+    with pytest.raises(ValueError, match="eval.env_steps must be >= 0, got -1"):
+        parse_run_config(_short_run(env, eval={"env_steps": -1}))

@@ -123,9 +123,10 @@ class EvaluationRounds:
         lost_sampler_calls: evaluation calls lost with their sampler.
     """
 
-    def __init__(self, opponent: str, episodes: int) -> None:
+    def __init__(self, opponent: str, episodes: int, env_steps: int = 0) -> None:
         self.opponent = opponent
         self.episodes = episodes
+        self.env_steps = env_steps  # eval.env_steps: each policy's games end after this many env steps (0: off)
         self.win_rates: dict[str, float] = {}
         self.returns: dict[str, float] = {}
         self.medians: dict[str, float] = {}
@@ -141,8 +142,11 @@ class EvaluationRounds:
     def start(self, samplers: Sequence[SamplerHandle], league: TrainingLeague, time_limit_s: float | None = None) -> None:
         """Send a round's games to the samplers (evaluation against the opponent split evenly);
         ``time_limit_s``: each sampler's evaluation stops after about that long (the run's time
-        left), with the episodes finished by then."""
+        left), with the episodes finished by then. With ``env_steps``, each learning policy's
+        games against the opponent end after that many env steps (split evenly too), the same
+        way; the league's scheduled games keep their episode counts."""
         per = max(1, self.episodes // len(samplers))
+        steps = {"max_env_steps": max(1, self.env_steps // len(samplers))} if self.env_steps else {}
         games = league.evaluation_matchups()
         # The calls a sampler plays one after the other share the time; in-process samplers
         # run one after the other too.
@@ -150,7 +154,7 @@ class EvaluationRounds:
         limit = {} if time_limit_s is None else {"time_limit_s": max(0.0, time_limit_s) / turns}
         for pid in league.learning:
             matchups = league.evaluation_source(pid, self.opponent)
-            self._pending.append((pid, [(s, submit(s, "evaluate", per, matchups, **limit)) for s in samplers]))
+            self._pending.append((pid, [(s, submit(s, "evaluate", per, matchups, **limit, **steps)) for s in samplers]))
         if games:  # the league's own games, split between samplers
             shares = [games[i :: len(samplers)] for i in range(len(samplers))]
             calls = [(s, submit(s, "evaluate", len(m), MatchupBatch(m), **limit)) for s, m in zip(samplers, shares) if m]

@@ -67,8 +67,11 @@ class SamplerFace(Protocol):
         """Statistics of training episodes finished since the last call."""
         ...
 
-    def evaluate(self, num_episodes: int, matchups: MatchupSource, explore: bool = False) -> list[dict[str, Any]]:
-        """Evaluation episodes on separate env copies."""
+    def evaluate(
+        self, num_episodes: int, matchups: MatchupSource, explore: bool = False, time_limit_s: float | None = None,
+        max_env_steps: int | None = None,
+    ) -> list[dict[str, Any]]:
+        """Evaluation episodes on separate env copies (the ones finished within the time or env-step bound)."""
         ...
 
     def add_policy(self, policy_id: str, factory: PolicyFactory, weights: Weights | None = None, learns: bool = True) -> None:

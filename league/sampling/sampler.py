@@ -146,12 +146,17 @@ class Sampler:
         stats, self._runner.episode_stats = self._runner.episode_stats, []
         return stats
 
-    def evaluate(self, num_episodes: int, matchups: MatchupSource, explore: bool = False, time_limit_s: float | None = None) -> list[dict]:
+    def evaluate(
+        self, num_episodes: int, matchups: MatchupSource, explore: bool = False, time_limit_s: float | None = None,
+        max_env_steps: int | None = None,
+    ) -> list[dict]:
         """Play ``num_episodes`` evaluation episodes (separate env copies, nothing recorded).
 
         Every env copy plays a fixed quota of episodes so short episodes are not over-counted.
         ``time_limit_s``: stop after about this long and return the episodes finished by then
         (a run's time budget bounds its evaluation; episodes in progress are dropped).
+        ``max_env_steps``: stop once the env copies took that many env steps together, the
+        same way (``eval.env_steps``: evaluation measured in env steps on long-episode envs).
         """
         n_envs = max(1, min(self.num_envs, num_episodes))
         if self._eval_runner is None or len(self._eval_runner.active) != n_envs:
@@ -164,8 +169,9 @@ class Sampler:
         runner.reset_all()
         runner.episode_stats = []
         deadline = None if time_limit_s is None else time.perf_counter() + time_limit_s
-        while any(runner.active) and (deadline is None or time.perf_counter() < deadline):
-            runner.step(explore=explore)
+        steps, max_steps = 0, max_env_steps or None
+        while any(runner.active) and (deadline is None or time.perf_counter() < deadline) and (max_steps is None or steps < max_steps):
+            steps += runner.step(explore=explore)
         stats, runner.episode_stats = runner.episode_stats, []
         self._forget_retired()
         return stats
