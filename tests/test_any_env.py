@@ -80,6 +80,19 @@ def test_atari_aec_env_is_played_through_the_parallel_api():
         make_env("pettingzoo.atari.pong_v3", obs_type="ram", api="aec")
 
 
+def test_atari_pong_ram_trains_through_league_train(tmp_path):
+    """Atari pong_v3 with RAM observations, a short run through league-train's code path: it
+    completes, trains and logs metrics (training episodes, losses, evaluation)."""
+    pytest.importorskip("multi_agent_ale_py")
+    env = {"name": "pettingzoo.atari.pong_v3", "kwargs": {"obs_type": "ram", "max_cycles": 20}}
+    summary = run_job(_short_run(env), str(tmp_path))
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert summary["iterations"] == 2 and [r["iteration"] for r in rows] == [1, 2]
+    assert all(r["env_steps"] > 0 and "main/total_loss" in r and "main" in r["eval_return_mean"] for r in rows)
+    assert rows[-1]["episodes"] > 0 and "main/episode_return_mean" in rows[-1], "20-cycle training episodes finished and were logged"
+    assert summary["config"]["env"]["kwargs"]["obs_type"] == "ram" and summary["checkpoints"]
+
+
 def test_unknown_env_message_says_what_names_are_accepted():
     with pytest.raises(ValueError, match="openspiel:<game>") as err:
         make_env("no_such_game_module")
