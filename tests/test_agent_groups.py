@@ -117,6 +117,39 @@ def test_one_group_is_a_team_sharing_parameters_and_its_metric_is_return(tmp_pat
 
 
 @needs_mpe2
+def test_continuous_simple_tag_experiment_runs_one_gaussian_league_per_side(tmp_path):
+    """configs/experiment/simple_tag_continuous.yaml (issue 16), as `league-train +experiment=...`
+    composes it, shortened: predators and prey each train a Gaussian PPO policy, snapshots are
+    taken per side and evaluation reports each side's figures."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from league.checkpoint import read_checkpoint
+    from league.cli.train import config_dir
+
+    short = [
+        "sampler.remote=false", "sampler.num_envs=4", "sampler.fragment_length=25", "algo.params.train_batch_size=128",
+        "algo.params.minibatch_size=64", "algo.params.num_epochs=1", "iteration.min_env_steps=100", "league.snapshot_steps=100",
+        "eval.interval=1", "eval.episodes=4", "stop.iterations=3", "stop.time_s=0", "stop.env_steps=0", "checkpoint.interval=0",
+        "logging=quiet", "verbose=false",
+    ]  # fmt: skip
+    with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=["+experiment=simple_tag_continuous", *short])
+    values = OmegaConf.to_container(cfg, resolve=True)
+    assert values["env"]["kwargs"]["continuous_actions"] is True and values["env"]["opening_plies"] == 0
+    summary = run_job(values, str(tmp_path))
+    assert summary["iterations"] == 3 and set(summary["config"]["policies"]) == {"predator", "prey"}
+    row = json.loads((tmp_path / "metrics.jsonl").read_text().splitlines()[-1])
+    for side in ("predator", "prey"):
+        assert row[f"{side}/num_sgd_updates"] > 0, f"{side} trained"
+        assert row[f"{side}/entropy"] > np.log(5), "a 5-dim Gaussian's entropy, beyond any 5-action categorical's"
+        assert any(s.startswith(f"{side}@") for s in summary["snapshots"]), f"no {side} snapshot"
+    assert set(summary["eval_return_mean"]) == set(summary["win_rates_vs_random"]) == {"predator", "prey"}
+    weights = read_checkpoint(summary["checkpoints"][-1]).policies
+    assert weights["predator"]["log_std"].shape == weights["prey"]["log_std"].shape == (5,), "diagonal Gaussians over Box(0, 1, (5,))"
+
+
+@needs_mpe2
 @pytest.mark.slow
 def test_simple_spread_parameter_sharing_improves_the_team_return(tmp_path):
     """Two agents sharing one PPO policy (one group of every agent) learn to cover the landmarks:
