@@ -19,6 +19,10 @@ while other processes load the machine say so there):
   PettingZoo backend (per-copy ``EnvRunner``) for reference. Target: >= 200k env steps/s
   on connect four.
 
+* ``sampler_time_split``: where league-train's default sampler (32 envs x 64 steps,
+  connect four, cpp backend) spends its time, by cProfile: the C++ env step, policy
+  forwards, GAE, and the rest (row bookkeeping, batch assembly).
+
 Usage: ``python benchmarks/bench_boards.py [--seconds 1.0] [--rounds 3] [--quick]``
 """
 
@@ -210,6 +214,43 @@ def sampler(game: str, backend: str, segments: bool, num_envs: int, fragment: in
             **_context()}
 
 
+def time_split(game: str, num_envs: int, fragment: int, seconds: float) -> dict:
+    """Where a sampler's time goes on the cpp backend (cProfile of ``Sampler.sample()``, one core):
+    the env step (C++), policy forwards, GAE and the rest (row bookkeeping, batch assembly)."""
+    import cProfile
+    import pstats
+
+    import torch
+
+    from league.algos import make_algorithm
+    from league.sampling import FixedMatchups, Sampler
+
+    torch.set_num_threads(1)
+    env = make_env(game, backend="pettingzoo")
+    ppo = make_algorithm("ppo", env.spec(env.possible_agents[0]), {"model": "mlp"})
+    s = Sampler(game, policies={"main": ppo}, matchups=FixedMatchups({a: "main" for a in env.possible_agents}),
+                num_envs=num_envs, fragment_length=fragment, seed=0, env_backend="cpp")
+    s.sample()
+    profile, steps, t0 = cProfile.Profile(), 0, time.perf_counter()
+    profile.enable()
+    while time.perf_counter() - t0 < seconds:
+        steps += s.sample().env_steps
+    profile.disable()
+    wall = time.perf_counter() - t0
+    stats = pstats.Stats(profile).stats  # (file, line, name) -> (calls, ncalls, tottime, cumtime, callers)
+
+    def cumulative(name: str, module: str) -> float:
+        return sum(v[3] for k, v in stats.items() if k[2] == name and module in k[0])
+
+    parts = {"env_step": cumulative("step", "boards.py"), "policy_forward": cumulative("compute_actions", "versioning.py"),
+             "gae": cumulative("postprocess_segments", "actor_critic.py")}
+    total = sum(v[2] for v in stats.values())
+    parts["bookkeeping_and_rest"] = max(total - sum(parts.values()), 0.0)
+    return {"figure": "sampler_time_split", "game": game, "num_envs": num_envs, "fragment_length": fragment,
+            "env_steps_per_s_profiled": round(steps / wall),
+            **{f"share_{k}": round(v / total, 3) for k, v in parts.items()}, **_context()}
+
+
 def main() -> None:
     """Print every figure as a JSON line."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -227,6 +268,9 @@ def main() -> None:
             for segments in (True, False):
                 print(json.dumps(sampler(game, "cpp", segments, num_envs, fragment, args.seconds * 2)), flush=True)
         print(json.dumps(sampler(game, "pettingzoo", False, 16, 64, args.seconds * 2)), flush=True)
+    # league-train's default sampler (configs/sampler/default.yaml: 32 envs x 64 steps)
+    print(json.dumps(sampler("connect_four", "cpp", True, 32, 64, args.seconds * 2)), flush=True)
+    print(json.dumps(time_split("connect_four", 32, 64, args.seconds * 3)), flush=True)
 
 
 if __name__ == "__main__":

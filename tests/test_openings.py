@@ -108,6 +108,12 @@ def test_env_tictactoe_brings_its_training_settings_and_any_algo_replaces_them()
     assert generic.algo.params["lr"] == 0.0003
 
 
+def test_the_default_job_brings_connect_fours_training_settings() -> None:
+    cfg = parse_run_config(_compose())
+    assert cfg.env.name == "connect_four" and cfg.env.opening_plies == 4 and cfg.league.snapshot_steps == 300_000
+    assert (cfg.algo.name, cfg.algo.params["lr"], cfg.algo.params["entropy_coef"]) == ("ppo", 0.001, 0.05)
+
+
 def test_env_name_over_the_default_board_game_file_runs_other_envs() -> None:
     # README: `league-train env.name=gymnasium:Acrobot-v1`; the board game file's backend is auto
     with warnings.catch_warnings():
