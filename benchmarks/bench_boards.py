@@ -19,8 +19,9 @@ while other processes load the machine say so there):
   PettingZoo backend (per-copy ``EnvRunner``) for reference. Target: >= 200k env steps/s
   on connect four.
 
-* ``sampler_time_split``: where league-train's default sampler (32 envs x 64 steps,
-  connect four, cpp backend) spends its time, by cProfile: the C++ env step, policy
+* ``sampler_time_split``: where league-train's samplers (32 envs x 64 steps, the sampler
+  default, and 128 x 32, what the board games' env files use; connect four, cpp backend)
+  spend their time, by cProfile: the C++ env step, policy
   forwards, GAE, and the rest (row bookkeeping, batch assembly).
 
 Usage: ``python benchmarks/bench_boards.py [--seconds 1.0] [--rounds 3] [--quick]``
@@ -268,9 +269,10 @@ def main() -> None:
             for segments in (True, False):
                 print(json.dumps(sampler(game, "cpp", segments, num_envs, fragment, args.seconds * 2)), flush=True)
         print(json.dumps(sampler(game, "pettingzoo", False, 16, 64, args.seconds * 2)), flush=True)
-    # league-train's default sampler (configs/sampler/default.yaml: 32 envs x 64 steps)
-    print(json.dumps(sampler("connect_four", "cpp", True, 32, 64, args.seconds * 2)), flush=True)
-    print(json.dumps(time_split("connect_four", 32, 64, args.seconds * 3)), flush=True)
+    # configs/sampler/default.yaml (32 envs x 64 steps) and the board games' env files (128 x 32)
+    for num_envs, fragment in ((32, 64), (128, 32)):
+        print(json.dumps(sampler("connect_four", "cpp", True, num_envs, fragment, args.seconds * 2)), flush=True)
+        print(json.dumps(time_split("connect_four", num_envs, fragment, args.seconds * 3)), flush=True)
 
 
 if __name__ == "__main__":
