@@ -55,6 +55,7 @@ def load_policy(checkpoint: Path) -> tuple[Any, Any, dict[str, Any]]:
     """The checkpoint's first learning policy (acting greedily), its env's agent spec, and the checkpoint."""
     from league.algos import make_algorithm
     from league.checkpoint import read_checkpoint
+    from league.cli.eval import algorithm_params
     from league.envs import make_env
 
     ckpt = read_checkpoint(checkpoint)
@@ -62,8 +63,8 @@ def load_policy(checkpoint: Path) -> tuple[Any, Any, dict[str, Any]]:
     spec = env.spec(env.possible_agents[0])
     env.close()
     pid = ckpt.league["learning"][0]
-    algo = ckpt.config["algo"]
-    policy = make_algorithm(algo["name"], spec, algo.get("params") or {}).make_policy(learns=False)
+    name, params = algorithm_params(ckpt.config, pid)  # league-eval's reading: policies= entries included
+    policy = make_algorithm(name, spec, params).make_policy(learns=False)
     policy.set_weights(ckpt.policies[pid])
     return policy, spec, {"policy": pid, "iteration": ckpt.iteration, "env_steps": ckpt.env_steps}
 

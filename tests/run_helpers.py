@@ -1,7 +1,12 @@
-"""A tiny in-process training run's config, shared by tests (and the report render check).
+"""Run configs shared by tests (and the report render check).
 
-Tic-tac-toe self-play, one in-process sampler (no Ray), small PPO batches: a few
-iterations take seconds. Sections given as overrides are merged into the defaults.
+* :func:`tiny_run_config`: tic-tac-toe self-play, one in-process sampler (no Ray), small PPO
+  batches: a few iterations take seconds, validated.
+* :func:`short_run_values`: the same kind of short in-process run for any env, as the config
+  dict ``run_job`` takes.
+* :func:`composed_values`: what ``league-train <overrides>`` composes from ``configs/``.
+
+Sections given as overrides are merged into the defaults.
 """
 
 from __future__ import annotations
@@ -9,6 +14,38 @@ from __future__ import annotations
 from typing import Any
 
 from league.config import RunConfig, parse_run_config
+
+
+def _merge(values: dict[str, Any], sections: dict[str, Any]) -> dict[str, Any]:
+    for key, value in sections.items():
+        values[key] = {**values[key], **value} if isinstance(value, dict) and isinstance(values.get(key), dict) else value
+    return values
+
+
+def short_run_values(env: dict, batch: int = 128, **sections: Any) -> dict[str, Any]:
+    """A short in-process run's config dict for ``env`` (one sampler, tiny PPO batches, quiet)."""
+    values: dict[str, Any] = {
+        "env": env,
+        "algo": {"name": "ppo", "params": {"train_batch_size": batch, "minibatch_size": min(batch, 64), "num_epochs": 1}},
+        "sampler": {"num_samplers": 1, "num_envs": 4, "fragment_length": 32, "remote": False},
+        "iteration": {"min_env_steps": 128},
+        "eval": {"interval": 1, "episodes": 4},
+        "stop": {"iterations": 2, "time_s": 0, "env_steps": 0},
+        "logging": {"tensorboard": False, "progress": False},
+        "verbose": False,
+    }
+    return _merge(values, sections)
+
+
+def composed_values(*overrides: str) -> dict[str, Any]:
+    """The resolved config dict ``league-train <overrides>`` composes from ``configs/``."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from league.cli.train import config_dir
+
+    with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
+        return OmegaConf.to_container(compose(config_name="config", overrides=list(overrides)), resolve=True)
 
 
 def tiny_run_config(**overrides: Any) -> RunConfig:
@@ -25,9 +62,4 @@ def tiny_run_config(**overrides: Any) -> RunConfig:
         "logging": {"tensorboard": False},
         "verbose": False,
     }
-    for key, value in overrides.items():
-        if isinstance(value, dict) and isinstance(values.get(key), dict):
-            values[key] = {**values[key], **value}
-        else:
-            values[key] = value
-    return parse_run_config(values)
+    return parse_run_config(_merge(values, overrides))

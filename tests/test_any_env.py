@@ -14,8 +14,6 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium import spaces
-from hydra import compose, initialize_config_dir
-from omegaconf import OmegaConf
 
 from league.cli.train import config_dir, run_job
 from league.config import parse_run_config
@@ -23,6 +21,7 @@ from league.algos import make_algorithm
 from league.envs import make_env, register_env
 from league.envs.gym_env import GymnasiumEnv
 from league.envs.pettingzoo_env import PettingZooParallelEnv
+from tests.run_helpers import composed_values, short_run_values
 from league.policy import RandomPolicyFactory
 from league.sampling import FixedMatchups, Sampler
 
@@ -30,31 +29,12 @@ ENV_FILES = sorted(p.stem for p in (Path(config_dir()) / "env").glob("*.yaml"))
 NEEDS = {"simple_tag": "mpe2", "simple_adversary": "mpe2", "simple_push": "mpe2", "simple_speaker_listener": "mpe2", "simple_spread": "mpe2", "pong": "multi_agent_ale_py", "pistonball": "pymunk"}
 
 
-def _short_run(env: dict, batch: int = 128, **sections: dict) -> dict:
-    """A short in-process run's config dict (one sampler, tiny PPO batches, quiet); ``sections`` merge in."""
-    values = {
-        "env": env,
-        "algo": {"name": "ppo", "params": {"train_batch_size": batch, "minibatch_size": min(batch, 64), "num_epochs": 1}},
-        "sampler": {"num_samplers": 1, "num_envs": 4, "fragment_length": 32, "remote": False},
-        "iteration": {"min_env_steps": 128},
-        "eval": {"interval": 1, "episodes": 4},
-        "stop": {"iterations": 2, "time_s": 0, "env_steps": 0},
-        "logging": {"tensorboard": False, "progress": False},
-        "verbose": False,
-    }
-    for key, value in sections.items():
-        values[key] = {**values[key], **value}
-    return values
-
-
 @pytest.mark.parametrize("name", ENV_FILES)
 def test_every_env_config_file_composes_and_validates(name):
     """`league-train env=<name>` for every file in configs/env (README short names included)."""
     if name in NEEDS:
         pytest.importorskip(NEEDS[name])
-    with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=[f"env={name}"])
-    parse_run_config(OmegaConf.to_container(cfg, resolve=True))
+    parse_run_config(composed_values(f"env={name}"))
 
 
 def test_readme_short_names_have_config_files():
@@ -85,7 +65,7 @@ def test_atari_pong_ram_trains_through_league_train(tmp_path):
     completes, trains and logs metrics (training episodes, losses, evaluation)."""
     pytest.importorskip("multi_agent_ale_py")
     env = {"name": "pettingzoo.atari.pong_v3", "kwargs": {"obs_type": "ram", "max_cycles": 20}}
-    summary = run_job(_short_run(env), str(tmp_path))
+    summary = run_job(short_run_values(env), str(tmp_path))
     rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert summary["iterations"] == 2 and [r["iteration"] for r in rows] == [1, 2]
     assert all(r["env_steps"] > 0 and "main/total_loss" in r and "main" in r["eval_return_mean"] for r in rows)
@@ -157,7 +137,7 @@ def test_a_top_level_user_module_trains_from_the_command_line(tmp_path):
 
 
 def test_single_agent_env_reports_mean_return_and_stops_on_it(tmp_path):
-    values = _short_run({"name": "cartpole"}, stop={"iterations": 20, "return_mean": 1.0})  # any episode returns >= 1
+    values = short_run_values({"name": "cartpole"}, stop={"iterations": 20, "return_mean": 1.0})  # any episode returns >= 1
     summary = run_job(values, str(tmp_path))
     assert summary["metric"] == "return" and summary["final_metric"] >= 1.0
     assert summary["iterations"] == 1, "stop.return_mean ends the run after the first evaluation"
@@ -165,7 +145,7 @@ def test_single_agent_env_reports_mean_return_and_stops_on_it(tmp_path):
 
 def test_in_process_evaluation_ends_within_the_time_budget(tmp_path):
     """An evaluation round asked for far more episodes than the budget allows stops with it."""
-    values = _short_run({"name": "cartpole"}, eval={"episodes": 100_000}, stop={"iterations": 0, "time_s": 3.0})
+    values = short_run_values({"name": "cartpole"}, eval={"episodes": 100_000}, stop={"iterations": 0, "time_s": 3.0})
     summary = run_job(values, str(tmp_path))
     assert summary["wall_time_s"] < 3.0 + 2.0, "past the budget by more than an iteration"
     assert summary["eval_return_mean"], "the episodes finished in time still count"
@@ -173,7 +153,7 @@ def test_in_process_evaluation_ends_within_the_time_budget(tmp_path):
 
 def test_long_episodes_get_a_warning_naming_the_fix(tmp_path):
     pytest.importorskip("mpe2")
-    values = _short_run(
+    values = short_run_values(
         {"name": "mpe2.simple_spread_v3", "kwargs": {"max_cycles": 500}, "groups": {"team": ["*"]}},
         batch=64, sampler={"num_envs": 2, "fragment_length": 16}, iteration={"min_env_steps": 0}, eval={"interval": 0}, stop={"iterations": 6},
     )
@@ -198,14 +178,14 @@ def test_image_preprocessing_by_config_and_a_sampler_sized_from_the_observation(
     with pytest.raises(ValueError, match="unknown key.*'rezise'"):
         make_env(name, continuous=False, preprocess={"rezise": [48, 48]})
     env = {"name": name, "kwargs": {"continuous": False, "max_cycles": 20, "preprocess": {"grayscale": True, "resize": [32, 32]}}, "groups": {"team": ["*"]}}
-    values = _short_run(env, batch=256, sampler={"num_envs": 2, "fragment_length": 10}, iteration={"min_env_steps": 20}, eval={"episodes": 2})
+    values = short_run_values(env, batch=256, sampler={"num_envs": 2, "fragment_length": 10}, iteration={"min_env_steps": 20}, eval={"episodes": 2})
     summary = run_job(values, str(tmp_path))
     assert summary["iterations"] == 2 and summary["metric"] == "return"
 
 
 def test_an_iteration_longer_than_the_budget_ends_with_it(tmp_path):
     """iteration.min_env_steps that a slow env would need minutes for: stop.time_s still ends the run."""
-    values = _short_run({"name": "cartpole"}, iteration={"min_env_steps": 10**9}, eval={"interval": 0}, stop={"iterations": 0, "time_s": 2.0})
+    values = short_run_values({"name": "cartpole"}, iteration={"min_env_steps": 10**9}, eval={"interval": 0}, stop={"iterations": 0, "time_s": 2.0})
     summary = run_job(values, str(tmp_path))
     assert summary["iterations"] == 1 and summary["wall_time_s"] < 2.0 + 2.0
 
@@ -250,9 +230,9 @@ def test_eval_env_steps_bounds_a_runs_evaluation_rounds(tmp_path):
     """eval.env_steps through league-train's code path, on a long-episode env; and its validation."""
     _register_fixed_length()
     env = {"name": "fixed_length", "kwargs": {"length": 100}}
-    short = run_job(_short_run(env, eval={"episodes": 8, "env_steps": 250}, stop={"iterations": 1}), str(tmp_path / "short"))
+    short = run_job(short_run_values(env, eval={"episodes": 8, "env_steps": 250}, stop={"iterations": 1}), str(tmp_path / "short"))
     assert short["iterations"] == 1 and short["eval_return_mean"] == {}, "the round ended before any 100-step episode did"
-    enough = run_job(_short_run(env, eval={"episodes": 8, "env_steps": 450}, stop={"iterations": 1}), str(tmp_path / "enough"))
+    enough = run_job(short_run_values(env, eval={"episodes": 8, "env_steps": 450}, stop={"iterations": 1}), str(tmp_path / "enough"))
     assert enough["eval_return_mean"] == {"main": 100.0}
     with pytest.raises(ValueError, match="eval.env_steps must be >= 0, got -1"):
-        parse_run_config(_short_run(env, eval={"env_steps": -1}))
+        parse_run_config(short_run_values(env, eval={"env_steps": -1}))

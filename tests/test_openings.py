@@ -14,7 +14,7 @@ from league.envs.boards import BoardBatchedEnv
 from league.envs.openings import RandomOpenings
 from league.policy import RandomPolicyFactory
 from league.sampling import OpponentSampling, Sampler
-from tests.run_helpers import tiny_run_config
+from tests.run_helpers import composed_values, tiny_run_config
 
 
 def _pieces(env: BoardBatchedEnv) -> list[int]:
@@ -88,28 +88,18 @@ def test_config_checks_opening_plies_against_the_env() -> None:
             assert tiny_run_config(env={"name": other, "opening_plies": 2}).env.opening_plies == 0
 
 
-def _compose(*overrides: str) -> dict:
-    from hydra import compose, initialize_config_dir
-    from omegaconf import OmegaConf
-
-    from league.cli.train import config_dir
-
-    with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
-        return OmegaConf.to_container(compose(config_name="config", overrides=list(overrides)), resolve=True)
-
-
 def test_env_tictactoe_brings_its_training_settings_and_any_algo_replaces_them() -> None:
-    cfg = parse_run_config(_compose("env=tictactoe"))
+    cfg = parse_run_config(composed_values("env=tictactoe"))
     assert cfg.env.opening_plies == 2 and cfg.algo.name == "ppo"
     assert (cfg.algo.params["lr"], cfg.algo.params["entropy_coef"]) == (0.001, 0.05)
-    dqn = parse_run_config(_compose("env=tictactoe", "algo=dqn"))  # no PPO key leaks into DQN's params
+    dqn = parse_run_config(composed_values("env=tictactoe", "algo=dqn"))  # no PPO key leaks into DQN's params
     assert dqn.algo.name == "dqn" and "entropy_coef" not in dqn.algo.params
-    generic = parse_run_config(_compose("env=tictactoe", "algo=ppo"))
+    generic = parse_run_config(composed_values("env=tictactoe", "algo=ppo"))
     assert generic.algo.params["lr"] == 0.0003
 
 
 def test_the_default_job_brings_connect_fours_training_settings() -> None:
-    cfg = parse_run_config(_compose())
+    cfg = parse_run_config(composed_values())
     assert cfg.env.name == "connect_four" and cfg.env.opening_plies == 4 and cfg.league.snapshot_steps == 300_000
     assert (cfg.algo.name, cfg.algo.params["lr"], cfg.algo.params["entropy_coef"]) == ("ppo", 0.001, 0.05)
 
@@ -118,7 +108,7 @@ def test_env_name_over_the_default_board_game_file_runs_other_envs() -> None:
     # README: `league-train env.name=gymnasium:Acrobot-v1`; the board game file's backend is auto
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the board game's exploring starts, if any, are ignored with a warning
-        cfg = parse_run_config(_compose("env.name=gymnasium:CartPole-v1"))
+        cfg = parse_run_config(composed_values("env.name=gymnasium:CartPole-v1"))
     assert cfg.env.name == "gymnasium:CartPole-v1" and cfg.env.opening_plies == 0
-    experiment = parse_run_config(_compose("env=tictactoe", "+experiment=cartpole_ppo"))
+    experiment = parse_run_config(composed_values("env=tictactoe", "+experiment=cartpole_ppo"))
     assert experiment.env.name == "cartpole" and experiment.env.opening_plies == 0

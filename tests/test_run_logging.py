@@ -221,17 +221,9 @@ def test_progress_reporters_lead_with_the_metric_eval_metric_resolves_to(monkeyp
 def test_a_single_agent_run_logs_the_median_return_and_its_progress_line_leads_with_the_return(tmp_path, capsys):
     from league.cli.train import run_job
 
-    values = {
-        "env": {"name": "cartpole"},
-        "algo": {"name": "ppo", "params": {"train_batch_size": 128, "minibatch_size": 64, "num_epochs": 1}},
-        "sampler": {"num_samplers": 1, "num_envs": 4, "fragment_length": 32, "remote": False},
-        "iteration": {"min_env_steps": 128},
-        "eval": {"interval": 1, "episodes": 4},
-        "stop": {"iterations": 2, "time_s": 0, "env_steps": 0},
-        "logging": {"tensorboard": False, "progress": False},
-        "verbose": True,
-    }
-    summary = run_job(values, str(tmp_path))
+    from tests.run_helpers import short_run_values
+
+    summary = run_job(short_run_values({"name": "cartpole"}, verbose=True), str(tmp_path))
     rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert all(set(r["eval_return_median"]) == set(r["eval_return_mean"]) for r in rows) and rows[-1]["eval_return_median"]["main"] >= 1.0
     assert summary["eval_return_median"] == rows[-1]["eval_return_median"]

@@ -4,15 +4,13 @@
 from __future__ import annotations
 
 import pytest
-from hydra import compose, initialize_config_dir
-from omegaconf import OmegaConf
 
-from league.cli.train import config_dir
 from league.config import parse_run_config
 from league.envs import make_env
 from league.policy import RandomPolicyFactory
 from league.population.scripted import scripted_factory
 from league.population.yardstick import play_matches
+from tests.run_helpers import composed_values
 
 
 @pytest.mark.slow
@@ -23,8 +21,7 @@ def test_tictactoe_league_stops_losing_to_perfect_play(ray_session, tmp_path):
     # Without exploring starts or the tuned PPO, 34-400 losses at every checkpoint to 5.3M.
     from league.trainer import MAIN, Trainer
 
-    with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
-        values = OmegaConf.to_container(compose(config_name="config", overrides=["env=tictactoe"]), resolve=True)
+    values = composed_values("env=tictactoe")
     values.update(verbose=False, stop={"env_steps": 3_000_000, "time_s": 0, "iterations": 0, "win_rate": 0.0})
     values["eval"]["interval"] = 0
     values["checkpoint"]["interval"] = 0

@@ -52,7 +52,7 @@ from league.population.scripted import ConnectFourNegamaxPolicy, scripted_factor
 if TYPE_CHECKING:
     from league.policy import PolicyFactory
 
-__all__ = ["EvalArgs", "PairResult", "parse_args", "evaluate_checkpoint", "main"]
+__all__ = ["EvalArgs", "PairResult", "algorithm_params", "parse_args", "evaluate_checkpoint", "main"]
 
 
 @dataclass
@@ -132,7 +132,9 @@ def parse_args(argv: Sequence[str]) -> EvalArgs:
     return args
 
 
-def _algorithm_params(config: dict[str, Any], policy_id: str) -> tuple[str, dict[str, Any]]:
+def algorithm_params(config: dict[str, Any], policy_id: str) -> tuple[str, dict[str, Any]]:
+    """The algorithm name and params a checkpoint's config gives policy ``policy_id`` (a snapshot
+    ``pid@vN`` has its learning policy's; a ``policies:`` entry wins over ``algo``)."""
     base = policy_id.split("@", 1)[0]  # a snapshot has its learning policy's algorithm
     policies = config.get("policies") or {}
     if policies:
@@ -178,7 +180,7 @@ def evaluate_checkpoint(
     factories: dict[str, PolicyFactory] = {}
     for pid in dict.fromkeys([*players, *opponents]):
         if pid in ckpt.policies:
-            name, params = _algorithm_params(ckpt.config, pid)
+            name, params = algorithm_params(ckpt.config, pid)
             factories[pid] = make_algorithm(name, spec, params)
         elif pid in ("random", "negamax", "minimax"):
             factories[pid] = scripted_factory(pid, spec, depth, scripted_random_ties)
