@@ -14,7 +14,7 @@ from league.config import parse_run_config
 from league.progress import format_status
 from league.run.stops import ROW_FIGURES, figures, lookup, metric_stop_met
 
-from test_any_env import _short_run
+from tests.run_helpers import short_run_values
 
 ROW = {
     "env_steps": 1000,
@@ -65,34 +65,34 @@ def test_a_per_policy_figure_stops_once_every_policy_reaches_it_and_min_mode_loo
 )
 def test_bad_stop_metrics_are_named_before_anything_starts(stop, message):
     with pytest.raises(ValueError, match=message):
-        parse_run_config(_short_run({"name": "cartpole"}, stop=stop))
+        parse_run_config(short_run_values({"name": "cartpole"}, stop=stop))
 
 
 def test_a_bad_eval_metric_key_is_named():
     with pytest.raises(ValueError, match="eval.metric .*'retrun' is no figure"):
-        parse_run_config(_short_run({"name": "cartpole"}, eval={"metric": "retrun"}))
-    assert parse_run_config(_short_run({"name": "cartpole"}, eval={"metric": "main/entropy"})).eval.metric == "main/entropy"
+        parse_run_config(short_run_values({"name": "cartpole"}, eval={"metric": "retrun"}))
+    assert parse_run_config(short_run_values({"name": "cartpole"}, eval={"metric": "main/entropy"})).eval.metric == "main/entropy"
 
 
 def test_a_run_stops_on_any_reported_metric(tmp_path):
-    summary = run_job(_short_run({"name": "cartpole"}, stop={"iterations": 20, "metric": {"eval_return_median/main": 1.0}}), str(tmp_path / "a"))
+    summary = run_job(short_run_values({"name": "cartpole"}, stop={"iterations": 20, "metric": {"eval_return_median/main": 1.0}}), str(tmp_path / "a"))
     assert summary["iterations"] == 1, "every cartpole episode returns >= 1: the first evaluation stops the run"
-    summary = run_job(_short_run({"name": "cartpole"}, stop={"iterations": 20, "metric": {"main/entropy": 5.0}, "mode": "min"}), str(tmp_path / "b"))
+    summary = run_job(short_run_values({"name": "cartpole"}, stop={"iterations": 20, "metric": {"main/entropy": 5.0}, "mode": "min"}), str(tmp_path / "b"))
     assert summary["iterations"] == 1, "two actions: the entropy is at most ln 2 <= 5"
-    summary = run_job(_short_run({"name": "cartpole"}, stop={"iterations": 3, "metric": {"main/entropy": 0.0}, "mode": "min"}), str(tmp_path / "c"))
+    summary = run_job(short_run_values({"name": "cartpole"}, stop={"iterations": 3, "metric": {"main/entropy": 0.0}, "mode": "min"}), str(tmp_path / "c"))
     assert summary["iterations"] == 3, "never met: the other budgets end the run"
     assert summary["config"]["stop"]["metric"] == {"main/entropy": 0.0}
 
 
 def test_a_metric_no_row_reports_gets_a_warning_when_the_run_ends(tmp_path):
-    values = _short_run({"name": "cartpole"}, stop={"metric": {"eval_return_mean/ghost": 1.0, "main/entropy": 100.0}})
+    values = short_run_values({"name": "cartpole"}, stop={"metric": {"eval_return_mean/ghost": 1.0, "main/entropy": 100.0}})
     with pytest.warns(UserWarning, match=r"stop.metric: 'eval_return_mean/ghost' \(never reported\)") as caught:
         summary = run_job(values, str(tmp_path))
     assert summary["iterations"] == 2 and not any("'main/entropy' (" in str(w.message) for w in caught)  # reported, never met
 
 
 def test_a_sweep_optimises_the_metric_key_eval_metric_names(tmp_path):
-    summary = run_job(_short_run({"name": "cartpole"}, eval={"metric": "eval_return_median"}), str(tmp_path))
+    summary = run_job(short_run_values({"name": "cartpole"}, eval={"metric": "eval_return_median"}), str(tmp_path))
     rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert summary["metric"] == "eval_return_median" and summary["final_metric"] == rows[-1]["eval_return_median"]["main"] >= 1.0
     line = format_status(rows[-1], 1.0, None, metric="eval_return_median")  # the progress line leads with it
@@ -101,7 +101,7 @@ def test_a_sweep_optimises_the_metric_key_eval_metric_names(tmp_path):
 
 def test_row_figures_list_every_figure_a_row_has(tmp_path):
     """ROW_FIGURES (what a bare stop.metric key may name) keeps up with metrics_row."""
-    run_job(_short_run({"name": "cartpole"}), str(tmp_path))
+    run_job(short_run_values({"name": "cartpole"}), str(tmp_path))
     row = json.loads((tmp_path / "metrics.jsonl").read_text().splitlines()[-1])
     bare = {k for k, v in row.items() if "/" not in k and figures(v) is not None} - {"counters"}  # counts: by entry
     assert bare and bare <= ROW_FIGURES, bare - ROW_FIGURES
