@@ -139,8 +139,18 @@ class DataParallelLearner(Learner):
     def close(self) -> None:
         """Leave the process group."""
         super().close()
-        if dist.is_initialized():
-            dist.destroy_process_group()
+        if not dist.is_initialized():
+            return
+        # Leave together: a replica tearing its gloo pairs down while a peer still reads
+        # from them can abort the peer ("terminate called without an active exception").
+        try:
+            if self.backend == "gloo":
+                dist.monitored_barrier(timeout=min(self._timeout, timedelta(seconds=10)))
+            else:
+                dist.barrier()
+        except RuntimeError:
+            pass  # a peer is gone already: there is nobody to wait for
+        dist.destroy_process_group()
 
 
 class DataParallelGroup:
