@@ -6,10 +6,22 @@ must act now, in copy order (a turn-based game has one row per copy; a parallel 
 per live agent). The contract, which the batched sampler relies on:
 
 * ``env_index[K]``/``agent_index[K]`` name each row's copy and agent (agent index =
-  position in ``possible_agents``); ``obs[K, *obs_shape]`` (float32, the observation the
-  single-copy adapter would produce: :mod:`league.envs.preprocess`) and ``masks[K, A]``
-  (int8) are the rows' observations and legal actions. Every copy has at least one row.
-  ``step(actions)`` takes one action per row (``int64[K]``, row order); never a masked one.
+  position in ``possible_agents``); ``obs`` and ``masks`` are the rows' observations
+  (float32, the observation the single-copy adapter would produce:
+  :mod:`league.envs.preprocess`) and legal actions (int8; all ones for a Box agent, whose
+  mask is ignored). Every copy has at least one row.
+* **Per-agent specs.** ``spec(agent)`` is each agent's :class:`~league.envs.base.AgentSpec`.
+  When every agent shares one observation shape, ``obs`` is one array ``[K, *obs_shape]``
+  (and ``agent_spec`` is the shared spec); otherwise it is **ragged**: a 1-D object array
+  of ``K`` per-row arrays, each of its agent's own shape. ``masks`` likewise: ``[K, A]``
+  when every agent has ``A`` mask flags, else ragged. :func:`stack_rows` gives rows of
+  one spec as one array either way (a policy plays agents of one spec, so the rows one
+  policy acts in always stack).
+* ``step(actions)`` takes one action per row, in row order: ``int64[K]`` when every row's
+  agent is Discrete; rows of ``[K, D]`` (float32 for Box agents, int64 for MultiDiscrete
+  ones) when they share that shape; else a sequence (or object array) of ``K`` per-row
+  actions. Never a masked Discrete action. An env may accept fewer kinds:
+  :class:`~league.envs.boards.BoardBatchedEnv` (Discrete only) takes ``int64[K]``.
 * ``rewards[N, num_agents]`` is, per copy and agent, the reward accrued since the last
   ``BatchStep`` (zeros after ``reset``), for agents acting now or not. Credit rule (as
   for :class:`~league.envs.base.TimeStep`): a reward lands on the agent's last action, so
@@ -20,27 +32,34 @@ per live agent). The contract, which the batched sampler relies on:
   episode, and every agent of the finished episode is flagged in ``terminated`` or
   ``truncated`` by then. ``final_obs``/``final_masks`` map ``(copy, agent index)`` of
   truncated agents to their last observation and mask, for bootstrapping.
-* ``failed[N]`` flags copies whose env raised: their episode is void (its rows must not
-  be learned from, its result not counted), and the copy restarted with a fresh episode
-  (also flagged ``done``). Arrays of a ``BatchStep`` may be reused by the next ``step``:
-  copy what must outlive it.
+* ``failed[N]`` flags copies whose env raised in ``step``: their episode is void (its rows
+  must not be learned from, its result not counted), and the copy restarted with a fresh
+  episode (also flagged ``done``). A copy whose ``reset`` raises is replaced too, and
+  its finished episode still counts. ``num_env_failures`` counts both kinds; more
+  consecutive failures than the env's limit raise :class:`EnvFailure`. Arrays of a
+  ``BatchStep`` may be reused by the next ``step``: copy what must outlive it.
 
 :class:`VectorizedEnv` runs N copies of any ``MultiAgentEnv`` behind this contract (a
-Python loop over copies: the generic path); :mod:`league.envs.boards` steps the board
-games in C++ without one.
+Python loop over copies: the generic path, which the sampler trains every non-C++ env
+through); :mod:`league.envs.boards` steps the board games in C++ without one.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from league.envs.base import AgentSpec, MultiAgentEnv, TimeStep
 
-__all__ = ["BatchStep", "BatchedMultiAgentEnv", "VectorizedEnv"]
+__all__ = ["BatchStep", "BatchedMultiAgentEnv", "EnvFailure", "VectorizedEnv", "ragged", "stack_rows"]
+
+
+class EnvFailure(RuntimeError):
+    """An env kept raising: more consecutive failures than the configured limit."""
 
 
 @dataclass
@@ -60,6 +79,22 @@ class BatchStep:
     final_masks: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)
 
 
+def ragged(rows: Sequence[np.ndarray]) -> np.ndarray:
+    """A 1-D object array holding ``rows`` (arrays of any shapes), one per element."""
+    out = np.empty(len(rows), dtype=object)
+    for k, row in enumerate(rows):
+        out[k] = row
+    return out
+
+
+def stack_rows(x: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+    """Rows ``rows`` (all when None) of a ``BatchStep``'s ``obs`` or ``masks`` as one array:
+    a plain array is indexed, a ragged one stacked (ValueError when those rows differ in shape)."""
+    if x.dtype != object:
+        return x if rows is None else x[rows]
+    return np.stack(x if rows is None else x[rows])
+
+
 class BatchedMultiAgentEnv(ABC):
     """N copies of one multi-agent game under the :class:`BatchStep` contract."""
 
@@ -67,40 +102,40 @@ class BatchedMultiAgentEnv(ABC):
     possible_agents: list[str]
     #: How many copies are stepped together.
     num_envs: int
-    #: The one spec every agent shares (observation shape, action count, mask presence).
+    #: The one spec every agent shares (observation shape, action count, mask presence);
+    #: an env whose agents differ has none (see :meth:`spec`).
     agent_spec: AgentSpec
+    #: Env crashes survived so far (see the module docstring).
+    num_env_failures: int = 0
+
+    def spec(self, agent: str) -> AgentSpec:
+        """``agent``'s spec (by default the one ``agent_spec`` every agent shares)."""
+        return self.agent_spec
 
     @abstractmethod
     def reset(self, seed: int | None = None) -> BatchStep:
         """Start an episode in every copy (seeded when ``seed`` is given)."""
 
     @abstractmethod
-    def step(self, actions: np.ndarray) -> BatchStep:
+    def step(self, actions: Any) -> BatchStep:
         """Apply one action per row of the last ``BatchStep``; finished copies restart."""
 
     def close(self) -> None:
         """Release resources."""
 
 
-def common_spec(specs: dict[str, AgentSpec], name: str) -> AgentSpec:
-    """The spec every agent shares; a batched env stacks all rows into one array."""
-    distinct = set(specs.values())
-    if len(distinct) != 1:
-        raise ValueError(
-            f"env {name}: a batched env needs one observation shape and action count for every agent, "
-            f"got {specs}; use the per-copy runner (env.backend=pettingzoo) for this env"
-        )
-    return next(iter(distinct))
-
-
 class VectorizedEnv(BatchedMultiAgentEnv):
     """N copies of any :class:`MultiAgentEnv`, stepped one after another behind :class:`BatchStep`.
+
+    Agents may differ in spec (observation shape, action count, Discrete/Box/MultiDiscrete
+    actions): ``obs``/``masks`` are then ragged (see the module docstring).
 
     Args:
         env_fn: builds one copy; called again to replace a copy whose env raised.
         num_envs: copies.
         name: used in error messages.
-        max_consecutive_failures: more consecutive raising steps than this re-raise.
+        max_consecutive_failures: more consecutive raising steps or resets than this
+            raise :class:`EnvFailure` (any successful step starts the count again).
     """
 
     def __init__(
@@ -114,40 +149,62 @@ class VectorizedEnv(BatchedMultiAgentEnv):
         self._envs = [env_fn() for _ in range(self.num_envs)]
         self.possible_agents = list(self._envs[0].possible_agents)
         self._index = {a: k for k, a in enumerate(self.possible_agents)}
-        self.agent_spec = common_spec({a: self._envs[0].spec(a) for a in self.possible_agents}, name)
+        self._specs = {a: self._envs[0].spec(a) for a in self.possible_agents}
+        specs = set(self._specs.values())
+        self._same_obs = len({s.obs_shape for s in specs}) == 1
+        self._same_masks = len({s.num_actions for s in specs}) == 1
         self._max_failures = max_consecutive_failures
         self._consecutive_failures = 0
         self.num_env_failures = 0
         self._rng = np.random.default_rng()
-        self._acting: list[list[str]] = [[] for _ in range(self.num_envs)]
         self._rows: list[tuple[int, str, np.ndarray, np.ndarray]] = []
+
+    @property
+    def agent_spec(self) -> AgentSpec:  # type: ignore[override]
+        """The spec every agent shares; ValueError when they differ (use :meth:`spec`)."""
+        specs = set(self._specs.values())
+        if len(specs) != 1:
+            raise ValueError(f"env {self.name}: agents differ in spec, there is no single agent_spec: {self._specs}")
+        return next(iter(specs))
+
+    def spec(self, agent: str) -> AgentSpec:
+        """``agent``'s spec (the single-copy env's)."""
+        try:
+            return self._specs[agent]
+        except KeyError:
+            raise ValueError(f"env {self.name}: unknown agent {agent!r}; possible agents: {self.possible_agents}") from None
 
     def reset(self, seed: int | None = None) -> BatchStep:
         """Reset every copy with seeds drawn from ``seed`` (copy i's episodes differ from copy j's)."""
         self._rng = np.random.default_rng(seed)
         out = self._blank()
         for i in range(self.num_envs):
-            self._restart(i, out)
+            self._restart(i)
         return self._finish(out)
 
-    def step(self, actions: np.ndarray) -> BatchStep:
-        """Step every copy with its rows' actions (see :class:`BatchedMultiAgentEnv`)."""
-        actions = np.asarray(actions)
+    def step(self, actions: Any) -> BatchStep:
+        """Step every copy with its rows' actions (see the module docstring for their forms)."""
         rows = self._rows
-        if actions.shape != (len(rows),) or actions.dtype.kind not in "iu":
+        if isinstance(actions, np.ndarray) and actions.ndim == 1 and actions.dtype != object:
+            acts = actions.tolist()  # Python ints (floats) per row: what the adapters take cheapest
+        else:
+            acts = actions  # rows of a 2-D array, or per-row actions of any kind
+        if len(acts) != len(rows):
             raise ValueError(
-                f"env {self.name}: step() takes one integer action per row of the last BatchStep, "
-                f"int64[{len(rows)}]; got {actions.dtype}{list(actions.shape)}"
+                f"env {self.name}: step() takes one action per row of the last BatchStep ({len(rows)} rows); "
+                f"got {len(acts)}"
             )
-        per_env: list[dict[str, int]] = [{} for _ in range(self.num_envs)]
-        for (i, agent, _, _), act in zip(rows, actions.tolist()):
+        per_env: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
+        for (i, agent, _, _), act in zip(rows, acts):
             per_env[i][agent] = act
         out = self._blank()
         for i, env in enumerate(self._envs):
             try:
                 ts = env.step(per_env[i])
             except Exception as err:  # a crashed copy costs its episode, not the run
-                self._failed(i, err, out)
+                self._replace(i, err)
+                out.failed[i] = out.done[i] = True
+                self._restart(i)
                 continue
             self._consecutive_failures = 0
             self._absorb(i, ts, out)
@@ -182,23 +239,31 @@ class VectorizedEnv(BatchedMultiAgentEnv):
             out.final_masks[(i, index[agent])] = ts.final_masks[agent]
         if ts.done:
             out.done[i] = True
-            self._restart(i, out)
+            self._restart(i)
         else:
             self._add_rows(i, ts)
 
-    def _restart(self, i: int, out: BatchStep) -> None:
-        ts = self._envs[i].reset(seed=int(self._rng.integers(2**31)))
-        self._add_rows(i, ts)
+    def _restart(self, i: int) -> None:
+        """Copy ``i``'s next episode; a copy whose reset raises is replaced (a counted failure)."""
+        while True:
+            try:
+                ts = self._envs[i].reset(seed=int(self._rng.integers(2**31)))
+            except Exception as err:  # noqa: BLE001 - counted like a failed step
+                self._replace(i, err)
+                continue
+            self._add_rows(i, ts)
+            return
 
     def _add_rows(self, i: int, ts: TimeStep) -> None:
         for agent, obs in ts.obs.items():
             self._rows.append((i, agent, obs, ts.masks[agent]))
 
-    def _failed(self, i: int, err: Exception, out: BatchStep) -> None:
+    def _replace(self, i: int, err: Exception) -> None:
+        """Count a failure of copy ``i`` (EnvFailure past the limit) and build a fresh copy."""
         self.num_env_failures += 1
         self._consecutive_failures += 1
         if self._consecutive_failures > self._max_failures:
-            raise RuntimeError(
+            raise EnvFailure(
                 f"env '{self.name}' failed {self._consecutive_failures} times in a row; last error: {err!r}"
             ) from err
         try:
@@ -206,17 +271,14 @@ class VectorizedEnv(BatchedMultiAgentEnv):
         except Exception:  # noqa: BLE001 - the copy is being replaced anyway
             pass
         self._envs[i] = self._env_fn()
-        out.failed[i] = out.done[i] = True
-        try:
-            self._restart(i, out)
-        except Exception as reset_err:  # noqa: BLE001 - counted like a failed step
-            self._failed(i, reset_err, out)
 
     def _finish(self, out: BatchStep) -> BatchStep:
         rows = self._rows
         out.env_index = np.fromiter((r[0] for r in rows), np.int64, len(rows))
         index = self._index
         out.agent_index = np.fromiter((index[r[1]] for r in rows), np.int64, len(rows))
-        out.obs = np.stack([r[2] for r in rows]).astype(np.float32, copy=False)
-        out.masks = np.stack([r[3] for r in rows]).astype(np.int8, copy=False)
+        obs = [r[2] for r in rows]
+        masks = [r[3] for r in rows]
+        out.obs = np.stack(obs).astype(np.float32, copy=False) if self._same_obs else ragged(obs)
+        out.masks = np.stack(masks).astype(np.int8, copy=False) if self._same_masks else ragged(masks)
         return out

@@ -1,7 +1,9 @@
-"""The batched sampler path: a :class:`~league.envs.batched.BatchedMultiAgentEnv` driven on arrays.
+"""The sampler's training path: a :class:`~league.envs.batched.BatchedMultiAgentEnv` driven on arrays.
 
-:class:`BatchedRunner` is :class:`~league.sampling.env_runner.EnvRunner`'s counterpart for
-batched envs, with the same face (``step``, ``drain``, ``episode_stats``,
+Every training rollout runs here: the C++ board games batched, any other env as N copies
+behind :class:`~league.envs.batched.VectorizedEnv`. :class:`BatchedRunner` is
+:class:`~league.sampling.env_runner.EnvRunner`'s counterpart for batched envs (which the
+sampler keeps for evaluation), with the same face (``step``, ``drain``, ``episode_stats``,
 ``policies_in_use``, ``reset_all``, ``matchups``) and the same output: per policy, the
 ``MultiAgentBatch`` columns EnvRunner produces (weights-version stamps, masks, ``eps_id``,
 ``agent_index``, ``t``, the algorithm's postprocessing columns). Per step there is one
@@ -10,6 +12,14 @@ in each row is a table lookup (``seat_policy[copy, agent]``), recording and rewa
 are array writes (:mod:`league.sampling.row_store`). Python runs per *episode* (drawing its
 matchup from the :class:`~league.sampling.matchups.MatchupSource`, its stats) and per
 *chunk* at a fragment's end (postprocessing).
+
+Agents of different specs (observation shapes, action counts, Box or MultiDiscrete
+actions) share the path: a policy plays agents of one spec, so the rows it acts in stack
+(:func:`~league.envs.batched.stack_rows` on ragged ``obs``/``masks``); Discrete actions
+are checked against the mask, Box and MultiDiscrete rows ``[B, D]`` are not (their
+distributions bound them), and the recorded ``actions`` column is EnvRunner's: ``int64[n]``,
+``float32[n, D]`` or ``int64[n, K]``. Env crashes are the env's (``failed`` copies, whose
+episodes are void; :class:`~league.envs.batched.EnvFailure` past the limit).
 
 Postprocessing: a factory may offer ``postprocess_segments(batch, starts, next_steps)``
 (the whole policy batch, its chunk starts and each chunk's next step) to postprocess all
@@ -22,7 +32,7 @@ import numpy as np
 
 from league.batch import Columns as C
 from league.batch import SampleBatch
-from league.envs.batched import BatchedMultiAgentEnv, BatchStep
+from league.envs.batched import BatchedMultiAgentEnv, BatchStep, stack_rows
 from league.policy import Policy, PolicyFactory
 from league.sampling.env_runner import bound_episode_stats, episode_record, final_step
 from league.sampling.matchups import Matchup, MatchupSource
@@ -64,6 +74,23 @@ def segment_gae(
     return adv32, (adv32 + values).astype(np.float32)
 
 
+def _join_actions(parts: list[tuple[np.ndarray | None, np.ndarray]], k: int) -> np.ndarray:
+    """The ``k`` rows' actions from each policy's ``(rows, actions)``: one array when every
+    policy's actions have one row shape and kind (``int64[k]`` for Discrete ones), else an
+    object array of per-row actions (agents with different action spaces)."""
+    first = parts[0][1]
+    if all(a.shape[1:] == first.shape[1:] and a.dtype.kind == first.dtype.kind for _, a in parts):
+        out = np.empty((k, *first.shape[1:]), dtype=np.result_type(*(a.dtype for _, a in parts)))
+        for rows, a in parts:
+            out[rows] = a
+        return out
+    out = np.empty(k, dtype=object)
+    for rows, a in parts:
+        for r, act in zip(rows.tolist(), a.tolist() if a.ndim == 1 else list(a)):
+            out[r] = act
+    return out
+
+
 class BatchedRunner:
     """Steps every copy of a batched env together (see the module docstring)."""
 
@@ -101,8 +128,12 @@ class BatchedRunner:
         self._finals: dict[int, dict[str, np.ndarray]] = {}  # truncated row id -> bootstrap step
         self.episode_stats: list[dict] = []
         self.dropped_episode_stats = 0
-        self.num_env_failures = 0
         self.reset_all()
+
+    @property
+    def num_env_failures(self) -> int:
+        """Env crashes survived so far (the env's count: failed steps and resets)."""
+        return self.env.num_env_failures
 
     # Stepping -------------------------------------------------------------------
     def step(self, explore: bool = True) -> int:
@@ -110,29 +141,29 @@ class BatchedRunner:
         bs = self._bs
         env_index, agent_index = bs.env_index, bs.agent_index
         codes = self._seat_policy[env_index, agent_index]
-        actions = np.empty(len(codes), dtype=np.int64)
         present = np.flatnonzero(np.bincount(codes, minlength=len(self._pids)))
+        parts: list[tuple[np.ndarray | None, np.ndarray]] = []
         for code in present.tolist():
             rows = None if len(present) == 1 else np.flatnonzero(codes == code)
-            obs = bs.obs if rows is None else bs.obs[rows]
-            mask = bs.masks if rows is None else bs.masks[rows]
-            policy = self._policies[self._pids[code]]
+            pid = self._pids[code]
+            try:
+                obs, mask = stack_rows(bs.obs, rows), stack_rows(bs.masks, rows)
+            except ValueError as err:  # ragged rows of different shapes: agents of several specs
+                agents = sorted({self._agents[a] for a in (agent_index if rows is None else agent_index[rows]).tolist()})
+                raise ValueError(f"policy '{pid}' plays agents of different specs ({agents}); one policy plays one spec") from err
+            policy = self._policies[pid]
             out = policy.compute_actions(obs, mask, explore)
             acts = np.asarray(out[C.ACTIONS])
-            legal = mask[np.arange(len(acts)), acts]
-            if not legal.all():
-                bad = int(np.flatnonzero(legal == 0)[0])
-                raise RuntimeError(
-                    f"policy '{self._pids[code]}' chose illegal action {int(acts[bad])} (mask {mask[bad].tolist()})"
-                )
-            if rows is None:
-                actions[:] = acts
-            else:
-                actions[rows] = acts
+            if acts.ndim == 1:  # Discrete; Box / MultiDiscrete rows [B, D] are checked by their distributions
+                legal = mask[np.arange(len(acts)), acts]
+                if not legal.all():
+                    bad = int(np.flatnonzero(legal == 0)[0])
+                    raise RuntimeError(f"policy '{pid}' chose illegal action {int(acts[bad])} (mask {mask[bad].tolist()})")
+            parts.append((rows, acts))
             if self._record and policy.learns:
                 self._open_rows(code, rows, env_index, agent_index, obs, mask, acts, out)
         self._t[env_index, agent_index] += 1
-        self._bs = bs = self.env.step(actions)
+        self._bs = bs = self.env.step(parts[0][1] if len(parts) == 1 else _join_actions(parts, len(codes)))
         self._length += 1
         self._absorb(bs)
         return self._n - int(np.count_nonzero(bs.failed))  # a failed copy's step is not counted
@@ -145,7 +176,10 @@ class BatchedRunner:
             return
         sel = np.flatnonzero(learns)
         env, agent = env[sel], agent[sel]
-        columns = {C.OBS: obs[sel], C.ACTION_MASK: mask[sel], C.ACTIONS: acts[sel].astype(np.int64, copy=False)}
+        # The action column as EnvRunner's trajectories record it: int64[n] (Discrete),
+        # float32[n, D] (Box), int64[n, K] (MultiDiscrete).
+        action_dtype = np.float32 if acts.dtype.kind == "f" else np.int64
+        columns = {C.OBS: obs[sel], C.ACTION_MASK: mask[sel], C.ACTIONS: acts[sel].astype(action_dtype, copy=False)}
         for key, value in out.items():
             if key != C.ACTIONS:
                 columns[key] = np.asarray(value)[sel]
@@ -172,7 +206,8 @@ class BatchedRunner:
             self._finals[row] = {k: v for k, v in self._store.outputs_of(row).items() if k != C.ACTIONS}
             return
         pid = self._pids[int(self._seat_policy[i, a])]
-        step = final_step(self._policies[pid], np.asarray(final_obs), bs.final_masks.get((i, a)), self.env.agent_spec.num_actions)
+        num_actions = self.env.spec(self._agents[a]).num_actions
+        step = final_step(self._policies[pid], np.asarray(final_obs), bs.final_masks.get((i, a)), num_actions)
         self._finals[row] = step
 
     # Episodes -------------------------------------------------------------------
@@ -199,7 +234,6 @@ class BatchedRunner:
     def _end_episode(self, i: int, failed: bool) -> None:
         store = self._store
         if failed:  # a crashed env costs its episode: rows and result are void
-            self.num_env_failures += 1
             store.drop_env(i, int(self._eps_id[i]))
         else:
             if store.last[i].max() >= 0:  # the contract says every agent ended; be safe anyway

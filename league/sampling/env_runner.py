@@ -3,6 +3,12 @@
 :class:`EnvRunner` owns env copies, their current matchups and (when recording) the
 agents' trajectories. It knows no algorithm: policies are :class:`~league.policy.Policy`
 objects and trajectory postprocessing is delegated to each policy's factory.
+
+The sampler plays its **evaluation** episodes here (per-copy episode quotas, inactive
+copies not stepped); its training rollouts run on
+:class:`~league.sampling.batched_runner.BatchedRunner` for every env. Recording
+(``record=True``) remains for direct use: it is the per-copy reference the batched path
+is checked against (same columns, dtypes and shapes).
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import numpy as np
 from league.batch import Columns as C
 from league.batch import SampleBatch
 from league.envs.base import MultiAgentEnv, TimeStep
+from league.envs.batched import EnvFailure
 from league.policy import Policy, PolicyFactory
 from league.sampling.matchups import Matchup, MatchupSource
 from league.sampling.trajectory import AgentTrajectory
@@ -56,10 +63,6 @@ def final_step(policy: Policy, final_obs: np.ndarray, final_mask: np.ndarray | N
     step[C.OBS] = final_obs[None]
     step[C.ACTION_MASK] = mask
     return step
-
-
-class EnvFailure(RuntimeError):
-    """An env kept raising: more consecutive failures than the configured limit."""
 
 
 class EnvRunner:
