@@ -1,7 +1,11 @@
 """The sampler: a Ray actor (or plain object) producing :class:`MultiAgentBatch` fragments.
 
-``Sampler`` holds the inference copies of policies, an :class:`EnvRunner` for training
-rollouts and another for evaluation episodes. Narrow interface, as the dataflow
+``Sampler`` holds the inference copies of policies, a
+:class:`~league.sampling.batched_runner.BatchedRunner` for training rollouts (one code
+path for every env: the C++ board games through
+:class:`~league.envs.boards.BoardBatchedEnv`, any other env as N copies behind
+:class:`~league.envs.batched.VectorizedEnv`) and an :class:`EnvRunner` for evaluation
+episodes (per-copy episode quotas). Narrow interface, as the dataflow
 operators expect: :meth:`sample`, :meth:`set_weights`, :meth:`pop_episode_stats`, plus
 policy membership and matchup control for the league. Use ``ray.remote(Sampler)`` to run
 it as an actor (see :func:`make_remote_samplers`).
@@ -19,6 +23,7 @@ import numpy as np
 from league.batch import MultiAgentBatch, SampleBatch
 from league.envs import make_env
 from league.envs.base import AgentSpec
+from league.envs.batched import BatchedMultiAgentEnv, VectorizedEnv
 from league.policy import Policy, PolicyFactory
 from league.envs.boards import BoardBatchedEnv, resolve_backend
 from league.envs.openings import RandomOpenings
@@ -73,7 +78,8 @@ class Sampler:
         if fragment_length < 1:
             raise ValueError(f"fragment_length must be >= 1, got {fragment_length}")
         # env_backend="cpp" (or "auto" on a board game): training rollouts on the batched C++
-        # game (BatchedRunner), evaluation on single C++ copies; else the per-copy EnvRunner.
+        # game, evaluation on single C++ copies; else N copies of the env behind VectorizedEnv.
+        # Training always runs through BatchedRunner, evaluation through EnvRunner.
         env_backend = resolve_backend(env, env_backend, dict(env_kwargs or {}))
         self._env_backend = env_backend
         backend = {} if env_backend == "pettingzoo" else {"backend": env_backend}
@@ -98,38 +104,37 @@ class Sampler:
         # Episode ids are unique across samplers and across restarts of one sampler (a
         # restarted actor re-runs __init__): worker index, a random incarnation, a counter.
         self._id_base = (worker_index << 48) | (secrets.randbits(19) << 29)
-        self._runner: EnvRunner | BatchedRunner = (
-            self._make_batched_runner(matchups)
-            if env_backend == "cpp"
-            else self._make_runner(matchups, record=True, id_base=self._id_base, env_fn=self._train_env_fn)
-        )
+        self._runner = self._make_train_runner(matchups)
         self._eval_runner: EnvRunner | None = None
 
-    def _make_runner(
-        self, matchups: MatchupSource, record: bool, id_base: int, num_envs: int | None = None, start: bool = True,
-        env_fn: _EnvFactory | None = None,
-    ) -> EnvRunner:
+    def _make_train_runner(self, matchups: MatchupSource) -> BatchedRunner:
+        """Training rollouts (league.sampling.batched_runner): the C++ board game batched, or
+        ``num_envs`` copies of any env (opening with ``opening_plies`` random moves) behind
+        the generic wrapper."""
+        if self._env_backend == "cpp":
+            env: BatchedMultiAgentEnv = BoardBatchedEnv(
+                self._env_name, self.num_envs, seed=int(self._rng.integers(2**63)) if self.opening_plies else 0,
+                opening_plies=self.opening_plies,
+            )
+        else:
+            env = VectorizedEnv(self._train_env_fn, self.num_envs, self._env_name, max_consecutive_failures=self._max_failures)
+        return BatchedRunner(env, self._policies, self._factories, matchups, self._rng, episode_id_base=self._id_base)
+
+    def _make_eval_runner(self, matchups: MatchupSource, num_envs: int) -> EnvRunner:
+        """Evaluation episodes: per-copy quotas and active flags, nothing recorded, whole games."""
         return EnvRunner(
-            env_fn or self._env_fn,
-            num_envs or self.num_envs,
+            self._env_fn,
+            num_envs,
             self._policies,
             self._factories,
             matchups,
             self._rng,
-            record=record,
+            record=False,
             env_name=self._env_name,
             max_consecutive_env_failures=self._max_failures,
-            episode_id_base=id_base,
-            start=start,
+            episode_id_base=self._id_base | (1 << 28),
+            start=False,
         )
-
-    def _make_batched_runner(self, matchups: MatchupSource) -> BatchedRunner:
-        """Training rollouts with no per-copy Python loop (league.sampling.batched_runner)."""
-        env = BoardBatchedEnv(
-            self._env_name, self.num_envs, seed=int(self._rng.integers(2**63)) if self.opening_plies else 0,
-            opening_plies=self.opening_plies,
-        )
-        return BatchedRunner(env, self._policies, self._factories, matchups, self._rng, episode_id_base=self._id_base)
 
     # Data -----------------------------------------------------------------------
     def sample(self) -> MultiAgentBatch:
@@ -152,6 +157,10 @@ class Sampler:
     ) -> list[dict]:
         """Play ``num_episodes`` evaluation episodes (separate env copies, nothing recorded).
 
+        Evaluation runs on the per-copy :class:`EnvRunner`, not the training path's batched
+        runner: each copy plays a quota of episodes and then stops (an inactive copy is not
+        stepped), which the auto-resetting batched contract has no way to say.
+
         Every env copy plays a fixed quota of episodes so short episodes are not over-counted.
         ``time_limit_s``: stop after about this long and return the episodes finished by then
         (a run's time budget bounds its evaluation; episodes in progress are dropped).
@@ -160,7 +169,7 @@ class Sampler:
         """
         n_envs = max(1, min(self.num_envs, num_episodes))
         if self._eval_runner is None or len(self._eval_runner.active) != n_envs:
-            self._eval_runner = self._make_runner(matchups, record=False, id_base=self._id_base | (1 << 28), num_envs=n_envs, start=False)
+            self._eval_runner = self._make_eval_runner(matchups, n_envs)
         runner = self._eval_runner
         runner.matchups = matchups
         # Quotas first: an env copy that has played its share starts no further episode, so
