@@ -349,3 +349,15 @@ def test_dqn_bootstraps_a_truncated_agent_with_its_real_legal_actions_on_the_bat
     (chunk,) = runner.drain()["q"]
     assert chunk[C.TRUNCATEDS][-1]
     np.testing.assert_array_equal(chunk[NEXT_ACTION_MASK][-1], _TruncatingEnv.FINAL_MASK)
+
+
+def test_vectorized_env_takes_one_action_per_row_in_any_form():
+    env = VectorizedEnv(_FourKinds, 2, "four_kinds")
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match=r"one action per row of the last BatchStep \(10 rows\); got 3"):
+        env.step(np.zeros(3, np.int64))
+    with pytest.raises(ValueError, match="one action per row"):
+        env.step(np.int64(0))
+    per_row = {"hunter": 1, "runner_0": 0, "runner_1": 1, "pilot": np.zeros(2, np.float32), "picker": np.array([1, 2])}
+    bs = env.step([per_row[a] for a in [_FourKinds.possible_agents[k] for k in [0, 1, 2, 3, 4] * 2]])
+    assert not bs.done.any() and bs.rewards[:, 0].tolist() == [1.0, 1.0] and bs.rewards[:, 4].tolist() == [2.0, 2.0]

@@ -185,6 +185,8 @@ class VectorizedEnv(BatchedMultiAgentEnv):
     def step(self, actions: Any) -> BatchStep:
         """Step every copy with its rows' actions (see the module docstring for their forms)."""
         rows = self._rows
+        if not hasattr(actions, "__len__") or (isinstance(actions, np.ndarray) and actions.ndim == 0):
+            raise ValueError(f"env {self.name}: step() takes one action per row of the last BatchStep ({len(rows)} rows); got {actions!r}")
         if isinstance(actions, np.ndarray) and actions.ndim == 1 and actions.dtype != object:
             acts = actions.tolist()  # Python ints (floats) per row: what the adapters take cheapest
         else:
