@@ -11,6 +11,7 @@
 
 #include "array_utils.h"
 #include "boards.h"
+#include "negamax.h"
 
 namespace py = pybind11;
 
@@ -134,7 +135,32 @@ void bind_game(py::module_& m, const char* name, const char* doc) {
 
 }  // namespace
 
+void bind_negamax(py::module_& m) {
+  m.def(
+      "connect_four_negamax_scores",
+      [](py::handle mine, py::handle theirs, py::handle legal, int depth, py::handle out) {
+        if (depth < 1) throw py::value_error("depth must be >= 1, got " + std::to_string(depth));
+        if (!py::isinstance<py::array>(mine)) throw py::value_error("mine must be a numpy array");
+        const py::ssize_t n = py::reinterpret_borrow<py::array>(mine).shape(0);
+        const int64_t* m_ = checked<int64_t>(mine, "mine", {n}, false);
+        const int64_t* t_ = checked<int64_t>(theirs, "theirs", {n}, false);
+        const int64_t* l_ = checked<int64_t>(legal, "legal", {n}, false);
+        int64_t* o = checked<int64_t>(out, "out", {n, negamax::kCols}, true);
+        for (py::ssize_t i = 0; i < n; ++i)
+          if ((m_[i] & t_[i]) || ((m_[i] | t_[i]) >> 48) || m_[i] < 0 || t_[i] < 0)
+            throw py::value_error("row " + std::to_string(i) + ": mine and theirs must be disjoint connect-four bitboards");
+        py::gil_scoped_release release;
+        for (py::ssize_t i = 0; i < n; ++i)
+          negamax::score_moves(static_cast<uint64_t>(m_[i]), static_cast<uint64_t>(t_[i]),
+                               static_cast<uint64_t>(l_[i]), depth, o + i * negamax::kCols);
+      },
+      py::arg("mine"), py::arg("theirs"), py::arg("legal"), py::arg("depth"), py::arg("out"),
+      "Negamax scores (int64[n, 7], INT64_MIN where unplayable) of every legal move of n connect-four "
+      "positions (bitboards of the player to move and the opponent, legal-column bits), searching depth plies.");
+}
+
 void bind_boards(py::module_& m) {
+  bind_negamax(m);
   bind_game<boards::TicTacToe>(m, "TicTacToeBatch", "N tic-tac-toe games (PettingZoo tictactoe_v3 rules).");
   bind_game<boards::ConnectFour>(m, "ConnectFourBatch", "N connect-four games (PettingZoo connect_four_v3 rules).");
 }

@@ -224,29 +224,6 @@ _C4_BIT_VALUES = np.array(
     [[1 << (_C4_STRIDE * c + (_C4_ROWS - 1 - r)) for c in range(_C4_COLS)] for r in range(_C4_ROWS)],
     dtype=np.int64,
 )
-_C4_COLUMN_ORDER = (3, 2, 4, 1, 5, 0, 6)  # centre first: better alpha-beta cut-offs
-_C4_CENTRE = sum(1 << (_C4_STRIDE * 3 + h) for h in range(_C4_ROWS))
-_C4_WIN = 1_000_000
-# Heuristic credit for a four-cell window holding 0-3 of one side's pieces and none of the
-# other's: open threats matter far more than scattered pieces. These weights were picked
-# over a few alternatives because deeper searches then beat shallower ones most reliably.
-_C4_WINDOW_SCORE = (0, 0, 2, 10)
-_C4_CENTRE_SCORE = 2
-_C4_CACHE_SIZE = 50_000  # positions a negamax player remembers (a few MB)
-
-
-def _c4_windows() -> tuple[int, ...]:
-    windows = []
-    for col in range(_C4_COLS):
-        for height in range(_C4_ROWS):
-            for d_col, d_height in ((1, 0), (0, 1), (1, 1), (1, -1)):
-                cells = [(col + i * d_col, height + i * d_height) for i in range(4)]
-                if all(0 <= c < _C4_COLS and 0 <= h < _C4_ROWS for c, h in cells):
-                    windows.append(sum(1 << (_C4_STRIDE * c + h) for c, h in cells))
-    return tuple(windows)
-
-
-_C4_WINDOWS = _c4_windows()
 
 
 def _c4_has_four(bits: int) -> bool:
@@ -263,39 +240,6 @@ def _c4_drop_bit(occupied: int, col: int) -> int:
     return 1 << (_C4_STRIDE * col + height) if height < _C4_ROWS else 0
 
 
-def _c4_heuristic(mine: int, theirs: int) -> int:
-    score = _C4_CENTRE_SCORE * ((mine & _C4_CENTRE).bit_count() - (theirs & _C4_CENTRE).bit_count())
-    for window in _C4_WINDOWS:
-        own, other = window & mine, window & theirs
-        if own and not other:
-            score += _C4_WINDOW_SCORE[own.bit_count()]
-        elif other and not own:
-            score -= _C4_WINDOW_SCORE[other.bit_count()]
-    return score
-
-
-def _c4_negamax(mine: int, theirs: int, depth: int, alpha: float, beta: float) -> float:
-    """Fail-soft alpha-beta value for the side to move, searching ``depth`` more plies."""
-    if _c4_has_four(theirs):
-        return -(_C4_WIN + depth)  # lost; losing later (less depth left) is less bad
-    occupied = mine | theirs
-    moves = [bit for col in _C4_COLUMN_ORDER if (bit := _c4_drop_bit(occupied, col))]
-    if not moves:
-        return 0
-    if depth == 0:
-        return _c4_heuristic(mine, theirs)
-    best = -float("inf")
-    for bit in moves:
-        score = -_c4_negamax(theirs, mine | bit, depth - 1, -beta, -alpha)
-        if score > best:
-            best = score
-            if best > alpha:
-                alpha = best
-                if alpha >= beta:
-                    break
-    return best
-
-
 class ConnectFourNegamaxPolicy(_BoardSearchPolicy):
     """Connect Four by depth-limited negamax with alpha-beta pruning.
 
@@ -303,7 +247,9 @@ class ConnectFourNegamaxPolicy(_BoardSearchPolicy):
     open windows of four and centre control. Depth 2 already takes every immediate win
     and blocks every immediate threat; each extra ply costs roughly 2-4x the time. The
     heuristic is simple (it knows nothing of odd/even threats), so a deeper search is
-    usually, not always, the stronger player.
+    usually, not always, the stronger player. The search runs in the C++ core
+    (``csrc/negamax.h``): a depth-2 move costs a few microseconds, cheap enough for a
+    training league's fixed member.
     """
 
     obs_shape = (_C4_ROWS, _C4_COLS, 2)
@@ -316,49 +262,22 @@ class ConnectFourNegamaxPolicy(_BoardSearchPolicy):
         self.depth = depth
 
     def _score_batch(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        """Scores of every legal move of every row, one search per distinct (board, mask) of the
-        batch; positions searched recently (openings repeat across games) come from a cache."""
-        mine, theirs = _bits(obs[..., 0], _C4_BIT_VALUES), _bits(obs[..., 1], _C4_BIT_VALUES)
-        legal_bits = (mask.astype(bool) * (1 << np.arange(self.num_actions))).sum(axis=1)
-        keys = np.stack([mine, theirs, legal_bits], axis=1)
-        unique, inverse = np.unique(keys, axis=0, return_inverse=True)
-        rows = np.empty((len(unique), self.num_actions), dtype=np.int64)
-        cache = self.__dict__.setdefault("_cache", {})
-        for j, (m, t, lb) in enumerate(unique.tolist()):
-            row = cache.get((m, t, lb))
-            if row is None:
-                row = np.full(self.num_actions, _UNSCORED, dtype=np.int64)
-                legal = [a for a in range(self.num_actions) if lb >> a & 1]
-                for a, score in self._score_bits(m, t, legal).items():
-                    row[a] = score
-                if len(cache) >= _C4_CACHE_SIZE:  # bounded: drop the oldest entries
-                    for key in list(cache)[: _C4_CACHE_SIZE // 2]:
-                        del cache[key]
-                cache[(m, t, lb)] = row
-            rows[j] = row
-        return rows[inverse.reshape(-1)]
+        """Scores of every legal move of every row (``_UNSCORED`` elsewhere): the search runs
+        in the C++ core (``csrc/negamax.h``), the whole batch with the GIL released."""
+        from league import _core
+
+        mine = _bits(obs[..., 0], _C4_BIT_VALUES)
+        theirs = _bits(obs[..., 1], _C4_BIT_VALUES)
+        legal = (mask.astype(bool) * (1 << np.arange(self.num_actions))).sum(axis=1).astype(np.int64)
+        scores = np.empty((len(obs), self.num_actions), dtype=np.int64)
+        _core.connect_four_negamax_scores(mine, theirs, legal, self.depth, scores)
+        return scores
 
     def _score_moves(self, obs: np.ndarray, legal: list[int]) -> dict[int, int]:
-        mine = int(((obs[..., 0] > 0.5) * _C4_BIT_VALUES).sum())
-        theirs = int(((obs[..., 1] > 0.5) * _C4_BIT_VALUES).sum())
-        return self._score_bits(mine, theirs, legal)
-
-    def _score_bits(self, mine: int, theirs: int, legal: list[int]) -> dict[int, int]:
-        """Scores of the legal moves playable on the bitboards (the search of ``_score_moves``)."""
-        occupied = mine | theirs
-        scores: dict[int, int] = {}
-        best = -float("inf")
-        for col in sorted(legal, key=_C4_COLUMN_ORDER.index):
-            bit = _c4_drop_bit(occupied, col)
-            if not bit:
-                continue
-            # Window just below the best so far: moves that tie it get exact scores, worse
-            # ones get an upper bound below it, which is all the choice needs.
-            alpha = best - 1
-            score = -_c4_negamax(theirs, mine | bit, self.depth - 1, -float("inf"), -alpha)
-            scores[col] = int(score)
-            best = max(best, score)
-        return scores
+        mask = np.zeros((1, self.num_actions), dtype=np.int8)
+        mask[0, legal] = 1
+        row = self._score_batch(obs[None], mask)[0]
+        return {a: int(row[a]) for a in legal if row[a] != _UNSCORED}
 
 
 class ScriptedFactory(PolicyFactory):

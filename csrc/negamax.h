@@ -1,0 +1,128 @@
+// Depth-limited negamax with alpha-beta pruning for connect four: the search behind the
+// scripted `negamax` player (league/population/scripted.py documents it), in plain C++
+// so that a batch of positions is scored with the GIL released.
+//
+// Bitboards use the scripted player's layout, not boards.h's: bit 7 * col + height is
+// the cell `height` rows above the bottom of column `col`; bit 6 of every column stays
+// empty, so a line shifted by 1 (vertical), 7 (horizontal), 6 or 8 (diagonals) never
+// wraps from one column into the next. The scores are exactly those of the reference
+// search in tests/test_negamax_core.py: the same move order (centre first), the same
+// fail-soft windows and the same heuristic (open windows of four, centre control).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace league {
+namespace negamax {
+
+constexpr int kRows = 6, kCols = 7, kStride = 7;
+constexpr int64_t kWin = 1000000;
+// Far beyond any score (a win is kWin + depth): the search's infinite window.
+constexpr int64_t kInf = int64_t{1} << 40;
+// Score of a move that cannot be played (a full column, or masked out).
+constexpr int64_t kUnscored = INT64_MIN;
+constexpr int kColumnOrder[kCols] = {3, 2, 4, 1, 5, 0, 6};  // centre first: earlier cut-offs
+// Credit for a window of four holding 0..3 of one side's pieces and none of the other's
+// (4 cannot occur: the game would be over). Centre-column pieces score kCentreScore each.
+constexpr int64_t kWindowScore[5] = {0, 0, 2, 10, 0};
+constexpr int64_t kCentreScore = 2;
+
+inline uint64_t centre_mask() {
+  uint64_t m = 0;
+  for (int h = 0; h < kRows; ++h) m |= uint64_t{1} << (kStride * 3 + h);
+  return m;
+}
+
+// Every window of four cells on the board (69 of them), as bitboards.
+inline const std::vector<uint64_t>& windows() {
+  static const std::vector<uint64_t> all = [] {
+    std::vector<uint64_t> w;
+    const int dirs[4][2] = {{1, 0}, {0, 1}, {1, 1}, {1, -1}};
+    for (int col = 0; col < kCols; ++col)
+      for (int h = 0; h < kRows; ++h)
+        for (const auto& d : dirs) {
+          uint64_t bits = 0;
+          bool inside = true;
+          for (int i = 0; i < 4 && inside; ++i) {
+            const int c = col + i * d[0], r = h + i * d[1];
+            inside = c >= 0 && c < kCols && r >= 0 && r < kRows;
+            if (inside) bits |= uint64_t{1} << (kStride * c + r);
+          }
+          if (inside) w.push_back(bits);
+        }
+    return w;
+  }();
+  return all;
+}
+
+inline bool has_four(uint64_t b) {
+  for (int shift : {1, kStride, kStride - 1, kStride + 1}) {
+    const uint64_t pairs = b & (b >> shift);
+    if (pairs & (pairs >> (2 * shift))) return true;
+  }
+  return false;
+}
+
+// Bit where a piece dropped in `col` lands, or 0 when the column is full.
+inline uint64_t drop_bit(uint64_t occupied, int col) {
+  const uint64_t column = (occupied >> (kStride * col)) & 0x3F;
+  const int height = column ? 64 - __builtin_clzll(column) : 0;  // above the highest piece
+  return height < kRows ? uint64_t{1} << (kStride * col + height) : 0;
+}
+
+inline int64_t heuristic(uint64_t mine, uint64_t theirs) {
+  static const uint64_t centre = centre_mask();
+  int64_t score = kCentreScore * (__builtin_popcountll(mine & centre) - __builtin_popcountll(theirs & centre));
+  for (uint64_t w : windows()) {
+    const uint64_t own = w & mine, other = w & theirs;
+    if (own && !other) score += kWindowScore[__builtin_popcountll(own)];
+    else if (other && !own) score -= kWindowScore[__builtin_popcountll(other)];
+  }
+  return score;
+}
+
+// Fail-soft alpha-beta value for the side to move (`mine`), searching `depth` more plies.
+inline int64_t search(uint64_t mine, uint64_t theirs, int depth, int64_t alpha, int64_t beta) {
+  if (has_four(theirs)) return -(kWin + depth);  // lost; losing later (less depth left) is less bad
+  const uint64_t occupied = mine | theirs;
+  uint64_t moves[kCols];
+  int n = 0;
+  for (int col : kColumnOrder)
+    if (const uint64_t bit = drop_bit(occupied, col)) moves[n++] = bit;
+  if (n == 0) return 0;
+  if (depth == 0) return heuristic(mine, theirs);
+  int64_t best = -kInf;
+  for (int i = 0; i < n; ++i) {
+    const int64_t score = -search(theirs, mine | moves[i], depth - 1, -beta, -alpha);
+    if (score > best) {
+      best = score;
+      if (best > alpha) {
+        alpha = best;
+        if (alpha >= beta) break;
+      }
+    }
+  }
+  return best;
+}
+
+// Scores of the legal moves of one position (bit c of `legal`: column c may be played)
+// into out[kCols]; kUnscored for the others. Each move is searched with a window just
+// below the best so far: moves that tie it get exact scores, worse ones an upper bound
+// below it, which is all choosing the best needs.
+inline void score_moves(uint64_t mine, uint64_t theirs, uint64_t legal, int depth, int64_t* out) {
+  for (int c = 0; c < kCols; ++c) out[c] = kUnscored;
+  const uint64_t occupied = mine | theirs;
+  int64_t best = -kInf;
+  for (int col : kColumnOrder) {
+    if (!((legal >> col) & 1)) continue;
+    const uint64_t bit = drop_bit(occupied, col);
+    if (!bit) continue;
+    const int64_t score = -search(theirs, mine | bit, depth - 1, -kInf, -(best - 1));
+    out[col] = score;
+    if (score > best) best = score;
+  }
+}
+
+}  // namespace negamax
+}  // namespace league

@@ -1,0 +1,140 @@
+"""The C++ connect-four negamax (csrc/negamax.h) against a plain-Python reference search.
+
+The reference below is the search the scripted ``negamax`` player ran in Python before it
+moved to the core: the same centre-first move order, fail-soft alpha-beta and heuristic.
+Scores must agree exactly on positions from random games, with masks that leave legal
+moves out, at depths 1-4, so the yardstick opponents did not change when they got faster.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from league import _core
+from league.population.scripted import _C4_BIT_VALUES, _C4_ROWS, _C4_STRIDE, ConnectFourNegamaxPolicy, _bits
+
+COLS = 7
+ORDER = (3, 2, 4, 1, 5, 0, 6)
+WIN = 1_000_000
+WINDOW_SCORE = (0, 0, 2, 10)
+CENTRE = sum(1 << (_C4_STRIDE * 3 + h) for h in range(_C4_ROWS))
+
+
+def _windows() -> tuple[int, ...]:
+    out = []
+    for col in range(COLS):
+        for height in range(_C4_ROWS):
+            for d_col, d_height in ((1, 0), (0, 1), (1, 1), (1, -1)):
+                cells = [(col + i * d_col, height + i * d_height) for i in range(4)]
+                if all(0 <= c < COLS and 0 <= h < _C4_ROWS for c, h in cells):
+                    out.append(sum(1 << (_C4_STRIDE * c + h) for c, h in cells))
+    return tuple(out)
+
+
+WINDOWS = _windows()
+
+
+def _four(bits: int) -> bool:
+    for shift in (1, _C4_STRIDE, _C4_STRIDE - 1, _C4_STRIDE + 1):
+        pairs = bits & (bits >> shift)
+        if pairs & (pairs >> (2 * shift)):
+            return True
+    return False
+
+
+def _drop(occupied: int, col: int) -> int:
+    height = ((occupied >> (_C4_STRIDE * col)) & 0x3F).bit_length()
+    return 1 << (_C4_STRIDE * col + height) if height < _C4_ROWS else 0
+
+
+def _heuristic(mine: int, theirs: int) -> int:
+    score = 2 * ((mine & CENTRE).bit_count() - (theirs & CENTRE).bit_count())
+    for window in WINDOWS:
+        own, other = window & mine, window & theirs
+        if own and not other:
+            score += WINDOW_SCORE[own.bit_count()]
+        elif other and not own:
+            score -= WINDOW_SCORE[other.bit_count()]
+    return score
+
+
+def _negamax(mine: int, theirs: int, depth: int, alpha: float, beta: float) -> float:
+    if _four(theirs):
+        return -(WIN + depth)
+    occupied = mine | theirs
+    moves = [bit for col in ORDER if (bit := _drop(occupied, col))]
+    if not moves:
+        return 0
+    if depth == 0:
+        return _heuristic(mine, theirs)
+    best = -float("inf")
+    for bit in moves:
+        score = -_negamax(theirs, mine | bit, depth - 1, -beta, -alpha)
+        if score > best:
+            best = score
+            if best > alpha:
+                alpha = best
+                if alpha >= beta:
+                    break
+    return best
+
+
+def reference_scores(mine: int, theirs: int, legal: list[int], depth: int) -> dict[int, int]:
+    """Score of each playable legal move, the windowed root search of the old Python player."""
+    occupied, scores, best = mine | theirs, {}, -float("inf")
+    for col in sorted(legal, key=ORDER.index):
+        bit = _drop(occupied, col)
+        if bit:
+            score = -_negamax(theirs, mine | bit, depth - 1, -float("inf"), -(best - 1))
+            scores[col] = int(score)
+            best = max(best, score)
+    return scores
+
+
+def _positions(n_games: int, plies: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Observations and masks of random connect-four games (C++ batch, PettingZoo's layout)."""
+    batch = _core.ConnectFourBatch(n_games, seed)
+    obs = np.zeros((n_games, 6, 7, 2), np.float32)
+    mask = np.zeros((n_games, 7), np.int8)
+    agent, actions = np.zeros(n_games, np.int64), np.zeros(n_games, np.int64)
+    rewards, done = np.zeros((n_games, 2), np.float32), np.zeros(n_games, np.uint8)
+    batch.observe(obs, mask, agent)
+    all_obs, all_masks = [], []
+    for _ in range(plies):
+        all_obs.append(obs.copy())
+        all_masks.append(mask.copy())
+        batch.random_actions(actions)
+        batch.step(actions, obs, mask, agent, rewards, done)
+    return np.concatenate(all_obs), np.concatenate(all_masks)
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3, 4])
+def test_core_scores_equal_the_reference_search(depth):
+    obs, mask = _positions(16, 36, seed=depth)
+    rng = np.random.default_rng(depth)
+    partial = mask * (rng.random(mask.shape) < 0.7)  # masks that leave legal moves out
+    partial[partial.sum(axis=1) == 0] = mask[partial.sum(axis=1) == 0]
+    policy = ConnectFourNegamaxPolicy(depth=depth)
+    step = 1 if depth < 4 else 5
+    for m in (mask, partial):
+        scores = policy._score_batch(obs[::step], m[::step])
+        mine, theirs = _bits(obs[::step, ..., 0], _C4_BIT_VALUES), _bits(obs[::step, ..., 1], _C4_BIT_VALUES)
+        for row in range(len(scores)):
+            legal = [int(a) for a in np.flatnonzero(m[::step][row])]
+            expected = reference_scores(int(mine[row]), int(theirs[row]), legal, depth)
+            got = {a: int(s) for a, s in enumerate(scores[row]) if s != np.iinfo(np.int64).min}
+            assert got == expected, (row, depth)
+
+
+def test_core_refuses_bad_input():
+    out = np.empty((2, 7), np.int64)
+    ok = np.zeros(2, np.int64)
+    with pytest.raises(ValueError, match="depth must be >= 1"):
+        _core.connect_four_negamax_scores(ok, ok, ok, 0, out)
+    with pytest.raises(ValueError, match="theirs must be int64"):
+        _core.connect_four_negamax_scores(ok, ok.astype(np.int32), ok, 2, out)
+    with pytest.raises(ValueError, match="out must be int64\\[2, 7\\]"):
+        _core.connect_four_negamax_scores(ok, ok, ok, 2, np.empty((2, 6), np.int64))
+    with pytest.raises(ValueError, match="disjoint connect-four bitboards"):
+        _core.connect_four_negamax_scores(np.array([1, 0]), np.array([1, 0]), ok, 2, out)
