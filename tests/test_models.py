@@ -110,3 +110,20 @@ def test_errors_name_the_shape_and_the_fix():
         build_model("cnn", (48, 48, 2), 2)
     with pytest.raises(ValueError, match="nature_cnn needs frames of at least"):
         make_algorithm("ppo", AgentSpec((3, 3, 2), 9, True), {"model": "nature_cnn"}).make_model()
+
+
+def test_line_conv_sees_every_window_of_four_on_a_connect_four_board():
+    """kernel 4, no padding: one placement per 4x4 block (3 x 4 on connect four), and a
+    board whose only pieces form one line of four changes the output wherever the line is."""
+    model = build_model("conv", (6, 7, 2), 7, channels=[8], kernel_size=4, padding=0, hidden=16)
+    assert model.fc[0].in_features == 8 * 3 * 4
+    empty = model(torch.zeros(1, 6, 7, 2))[0]
+    for cells in ([(5, c) for c in range(3, 7)], [(r, 6) for r in range(2, 6)], [(r, r) for r in range(2, 6)]):
+        board = torch.zeros(1, 6, 7, 2)
+        for r, c in cells:
+            board[0, r, c, 0] = 1.0
+        assert not torch.allclose(model(board)[0], empty)
+    with pytest.raises(ValueError, match="leave nothing of a \\(6, 7\\) board"):
+        build_model("conv", (6, 7, 2), 7, channels=[8, 8], kernel_size=4, padding=0)
+    with pytest.raises(ValueError, match="kernel_size >= 1 and padding >= 0"):
+        build_model("conv", (6, 7, 2), 7, kernel_size=0)

@@ -166,31 +166,46 @@ class MLPModel(ActorCriticModel):
 
 
 class ConvModel(ActorCriticModel):
-    """Board observations ``[H, W, C]`` (channels last, as PettingZoo gives them) -> two 3x3 convs -> heads.
+    """Board observations ``[H, W, C]`` (channels last, as PettingZoo gives them) -> convs -> heads.
 
-    Unstrided, with a linear layer over every cell: right for boards, far too large for image
-    frames (``H * W * 64 * hidden`` weights), which :class:`NatureCNNModel` is for.
+    Unstrided, with a linear layer over every output cell: right for boards, far too large for
+    image frames (``H * W * 64 * hidden`` weights), which :class:`NatureCNNModel` is for. By
+    default two 3x3 convs that keep the board's size (``padding`` None: "same"). With
+    ``kernel_size=4, padding=0`` and one layer, every window of four cells in a row, column
+    or diagonal lies inside one kernel placement, so a single cheap layer sees every line
+    of connect four (``channels=[64], kernel_size=4, padding=0``: 12 placements).
     """
 
     def __init__(self, obs_shape: Sequence[int], num_actions: int, channels: Sequence[int] = (32, 64), hidden: int = 128,
                  separate_networks: bool = False, continuous: bool = False, normalize_obs: bool = False,
-                 normalize_values: bool = False, init_log_std: float = 0.0) -> None:
+                 normalize_values: bool = False, init_log_std: float = 0.0, kernel_size: int = 3,
+                 padding: int | None = None) -> None:
         super().__init__()
         if len(obs_shape) != 3:
             raise ValueError(f"ConvModel needs [H, W, C] observations, got shape {tuple(obs_shape)}")
-        self.convs, self.fc = self._tower(obs_shape, channels, hidden)
-        self.vf_convs, self.vf_fc = self._tower(obs_shape, channels, hidden) if separate_networks else (None, None)
+        if not isinstance(kernel_size, int) or kernel_size < 1 or (padding is not None and (not isinstance(padding, int) or padding < 0)):
+            raise ValueError(f"ConvModel needs kernel_size >= 1 and padding >= 0 (or None for same-size), got {kernel_size}, {padding}")
+        geometry = (kernel_size, kernel_size // 2 if padding is None else padding)
+        out_side = [obs_shape[0], obs_shape[1]]
+        for _ in channels:
+            out_side = [side + 2 * geometry[1] - kernel_size + 1 for side in out_side]
+        if min(out_side) < 1:
+            raise ValueError(f"ConvModel: {len(channels)} conv(s) of kernel {kernel_size}, padding {geometry[1]} leave nothing of a {tuple(obs_shape[:2])} board")
+        self.convs, self.fc = self._tower(obs_shape, channels, hidden, geometry)
+        self.vf_convs, self.vf_fc = self._tower(obs_shape, channels, hidden, geometry) if separate_networks else (None, None)
         self.pi = _init(nn.Linear(hidden, num_actions), 0.01)
         self.vf = _init(nn.Linear(hidden, 1), 1.0)
         self._setup(obs_shape, num_actions, continuous, normalize_obs, normalize_values, init_log_std)
 
     @staticmethod
-    def _tower(obs_shape: Sequence[int], channels: Sequence[int], hidden: int) -> tuple[nn.Sequential, nn.Sequential]:
+    def _tower(obs_shape: Sequence[int], channels: Sequence[int], hidden: int, geometry: tuple[int, int] = (3, 1)) -> tuple[nn.Sequential, nn.Sequential]:
         h, w, c = obs_shape
+        kernel, pad = geometry
         convs: list[nn.Module] = []
         for ch in channels:
-            convs += [_init(nn.Conv2d(c, ch, 3, padding=1), math.sqrt(2)), nn.ReLU()]
+            convs += [_init(nn.Conv2d(c, ch, kernel, padding=pad), math.sqrt(2)), nn.ReLU()]
             c = ch
+            h, w = h + 2 * pad - kernel + 1, w + 2 * pad - kernel + 1
         return nn.Sequential(*convs, nn.Flatten()), nn.Sequential(_init(nn.Linear(c * h * w, hidden), math.sqrt(2)), nn.ReLU())
 
     def body(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
