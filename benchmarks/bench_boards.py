@@ -16,7 +16,8 @@ while other processes load the machine say so there):
   on both seats (self-play, both recorded), on the cpp backend (``BatchedRunner``) with
   ``postprocess_segments`` (PPO's own: GAE over all chunks at once, ``segment_gae``) and
   with per-chunk postprocessing (a benchmark wrapper that hides it), and the
-  PettingZoo backend (per-copy ``EnvRunner``) for reference. Target: >= 200k env steps/s
+  PettingZoo backend (the same ``BatchedRunner`` over ``VectorizedEnv``: N PettingZoo
+  copies behind the batched contract) for reference. Target: >= 200k env steps/s
   on connect four.
 
 * ``sampler_time_split``: where league-train's samplers (32 envs x 64 steps, the sampler

@@ -193,10 +193,10 @@ def test_on_policy_vtrace_reproduces_sampler_gae_on_real_concatenated_fragments(
             )
             return traj
 
-    algo = WithGAE(make_env("cartpole", max_episode_steps=40).spec("agent_0"), {"model": "mlp"})
+    algo = WithGAE(make_env("cartpole", max_episode_steps=25).spec("agent_0"), {"model": "mlp"})
     samplers = [
         Sampler(
-            "cartpole", {"max_episode_steps": 40}, {"main": algo}, FixedMatchups({"agent_0": "main"}),
+            "cartpole", {"max_episode_steps": 25}, {"main": algo}, FixedMatchups({"agent_0": "main"}),
             num_envs=num_envs, fragment_length=16, seed=i, worker_index=i,
         )
         for i in range(num_samplers)
