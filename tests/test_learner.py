@@ -261,7 +261,7 @@ def test_weights_and_state_roundtrip_and_seeding():
 # Stacked updates -------------------------------------------------------------------
 @pytest.mark.parametrize("model", ["mlp", "conv"])
 def test_stacked_update_equals_one_by_one(model):
-    spec, kwargs = (VEC, {"hidden": [16, 16]}) if model == "mlp" else (BOARD, {"channels": [4, 8], "hidden": 16})
+    spec, kwargs = (VEC, {"hidden": [16, 16]}) if model == "mlp" else (BOARD, {"channels": [4, 8], "hidden": 16, "kernel_size": 3, "padding": None})
     configs = [{"model": model, "model_kwargs": kwargs, "minibatch_size": 16, "num_epochs": 2, "lr": lr} for lr in (1e-3, 3e-4, 2e-3)]
     batch = MultiAgentBatch({f"p{i}": ppo_batch(spec, 32, i) for i in range(3)}, 32)
     results = {}

@@ -115,8 +115,10 @@ def test_errors_name_the_shape_and_the_fix():
 def test_line_conv_sees_every_window_of_four_on_a_connect_four_board():
     """kernel 4, no padding: one placement per 4x4 block (3 x 4 on connect four), and a
     board whose only pieces form one line of four changes the output wherever the line is."""
-    model = build_model("conv", (6, 7, 2), 7, channels=[8], kernel_size=4, padding=0, hidden=16)
+    model = build_model("conv", (6, 7, 2), 7, channels=[8], hidden=16)  # the default: kernel 4, no padding
     assert model.fc[0].in_features == 8 * 3 * 4
+    assert build_model("conv", (3, 3, 2), 9, channels=[8]).fc[0].in_features == 8  # clamped to the board
+    assert build_model("conv", (6, 7, 2), 7, channels=[8, 8], kernel_size=3, padding=None).fc[0].in_features == 8 * 6 * 7
     empty = model(torch.zeros(1, 6, 7, 2))[0]
     for cells in ([(5, c) for c in range(3, 7)], [(r, 6) for r in range(2, 6)], [(r, r) for r in range(2, 6)]):
         board = torch.zeros(1, 6, 7, 2)
@@ -124,6 +126,6 @@ def test_line_conv_sees_every_window_of_four_on_a_connect_four_board():
             board[0, r, c, 0] = 1.0
         assert not torch.allclose(model(board)[0], empty)
     with pytest.raises(ValueError, match="leave nothing of a \\(6, 7\\) board"):
-        build_model("conv", (6, 7, 2), 7, channels=[8, 8], kernel_size=4, padding=0)
+        build_model("conv", (6, 7, 2), 7, channels=[8, 8], kernel_size=4)
     with pytest.raises(ValueError, match="kernel_size >= 1 and padding >= 0"):
         build_model("conv", (6, 7, 2), 7, kernel_size=0)

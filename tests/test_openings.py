@@ -99,9 +99,15 @@ def test_env_tictactoe_brings_its_training_settings_and_any_algo_replaces_them()
 
 
 def test_the_default_job_brings_connect_fours_training_settings() -> None:
+    from league.algos import make_algorithm
+    from league.algos.models import ConvModel
+    from league.envs.base import AgentSpec
+
     cfg = parse_run_config(composed_values())
     assert cfg.env.name == "connect_four" and cfg.env.opening_plies == 4 and cfg.league.snapshot_steps == 300_000
     assert (cfg.algo.name, cfg.algo.params["lr"], cfg.algo.params["entropy_coef"]) == ("ppo", 0.001, 0.05)
+    # model auto: the line-seeing conv on connect four's boards (docs/STRENGTH.md)
+    assert isinstance(make_algorithm("ppo", AgentSpec((6, 7, 2), 7, True), cfg.algo.params).make_model(), ConvModel)
 
 
 def test_env_name_over_the_default_board_game_file_runs_other_envs() -> None:
@@ -110,5 +116,11 @@ def test_env_name_over_the_default_board_game_file_runs_other_envs() -> None:
         warnings.simplefilter("ignore")  # the board game's exploring starts, if any, are ignored with a warning
         cfg = parse_run_config(composed_values("env.name=gymnasium:CartPole-v1"))
     assert cfg.env.name == "gymnasium:CartPole-v1" and cfg.env.opening_plies == 0
+    from league.algos import make_algorithm
+    from league.algos.models import MLPModel
+    from league.envs import make_env
+
+    spec = make_env("gymnasium:CartPole-v1").spec("agent_0")  # connect four's model auto is an MLP here
+    assert isinstance(make_algorithm(cfg.algo.name, spec, cfg.algo.params).make_model(), MLPModel)
     experiment = parse_run_config(composed_values("env=tictactoe", "+experiment=cartpole_ppo"))
     assert experiment.env.name == "cartpole" and experiment.env.opening_plies == 0

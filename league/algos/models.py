@@ -169,22 +169,27 @@ class ConvModel(ActorCriticModel):
     """Board observations ``[H, W, C]`` (channels last, as PettingZoo gives them) -> convs -> heads.
 
     Unstrided, with a linear layer over every output cell: right for boards, far too large for
-    image frames (``H * W * 64 * hidden`` weights), which :class:`NatureCNNModel` is for. By
-    default two 3x3 convs that keep the board's size (``padding`` None: "same"). With
-    ``kernel_size=4, padding=0`` and one layer, every window of four cells in a row, column
-    or diagonal lies inside one kernel placement, so a single cheap layer sees every line
-    of connect four (``channels=[64], kernel_size=4, padding=0``: 12 placements).
+    image frames (``H * W * 64 * hidden`` weights), which :class:`NatureCNNModel` is for.
+
+    The default is one conv of kernel 4 without padding (the kernel clamped to the board's
+    sides: on tic-tac-toe one placement over the whole board): every window of four cells
+    in a row, column or diagonal then lies inside one kernel placement, so one cheap layer
+    sees every line of connect four (12 placements), and it learned several times more per
+    sample there than the MLP (docs/STRENGTH.md). ``padding=None`` keeps the board's size
+    ("same"); e.g. ``channels=[32, 64], kernel_size=3, padding=None`` is a deeper tower.
     """
 
-    def __init__(self, obs_shape: Sequence[int], num_actions: int, channels: Sequence[int] = (32, 64), hidden: int = 128,
+    def __init__(self, obs_shape: Sequence[int], num_actions: int, channels: Sequence[int] = (64,), hidden: int = 128,
                  separate_networks: bool = False, continuous: bool = False, normalize_obs: bool = False,
-                 normalize_values: bool = False, init_log_std: float = 0.0, kernel_size: int = 3,
-                 padding: int | None = None) -> None:
+                 normalize_values: bool = False, init_log_std: float = 0.0, kernel_size: int = 4,
+                 padding: int | None = 0) -> None:
         super().__init__()
         if len(obs_shape) != 3:
             raise ValueError(f"ConvModel needs [H, W, C] observations, got shape {tuple(obs_shape)}")
         if not isinstance(kernel_size, int) or kernel_size < 1 or (padding is not None and (not isinstance(padding, int) or padding < 0)):
             raise ValueError(f"ConvModel needs kernel_size >= 1 and padding >= 0 (or None for same-size), got {kernel_size}, {padding}")
+        if padding == 0:
+            kernel_size = min(kernel_size, int(obs_shape[0]), int(obs_shape[1]))
         geometry = (kernel_size, kernel_size // 2 if padding is None else padding)
         out_side = [obs_shape[0], obs_shape[1]]
         for _ in channels:
