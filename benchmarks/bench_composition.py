@@ -13,7 +13,12 @@ Figures (one JSON object per line):
   policy (one PPO update = all epochs on one train batch; one DQN update = one gradient
   step), and weight broadcasts sent (and coalesced) per second.
 * ``mixed_vs_ppo``: per env, the ratio of ``ppo_vs_dqn``'s env steps/s to
-  ``ppo_vs_ppo``'s (target >= 0.8).
+  ``ppo_vs_ppo``'s (target >= 0.8), and the same for ``ppo_vs_dqn_intensity2`` (DQN
+  replaying 2 rows per row sampled instead of 8).
+* ``dqn_learner_bound``: one DQN training step of ``ppo_vs_dqn``'s DQN timed in this
+  process (one core), and the env steps/s at which that core keeps up with DQN's replay
+  ratio given the share of env steps DQN acted in: the ceiling of the mixed run when its
+  learner shares the driver's core.
 * ``dqn_selfplay``: ``league-train algo=dqn`` (the default connect-four league) for
   ``--dqn-minutes``: whether it finished, iterations, env steps, its last greedy win rate
   against the uniform-random player, snapshots taken and evicted, and a curve of
@@ -34,7 +39,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-MIXED_CONFIGS = {"ppo_vs_dqn": ["policies=ppo_vs_dqn"], "ppo_vs_ppo": ["policies=ppo_vs_ppo"], "ppo_selfplay": []}
+MIXED_CONFIGS = {
+    "ppo_vs_dqn": ["policies=ppo_vs_dqn"],
+    "ppo_vs_ppo": ["policies=ppo_vs_ppo"],
+    "ppo_selfplay": [],
+    # The same mix with DQN replaying 2 rows per row sampled instead of 8: what is left of
+    # the gap at 8 is the DQN learner's arithmetic (see dqn_learner_bound), not the plan.
+    "ppo_vs_dqn_intensity2": ["policies=ppo_vs_dqn", "+policies.dqn_0.params.training_intensity=2"],
+}
 TARGET_RATIO = 0.8
 
 
@@ -76,9 +88,73 @@ def throughput(env: str, name: str, seconds: float, warmup_s: float, root: Path)
         "broadcasts": counters.get("num_weight_broadcasts", 0),
         "broadcasts_coalesced": counters.get("num_weight_broadcasts_coalesced", 0),
         "env_steps": rows[-1]["env_steps"],
+        "dqn_rows_per_env_step": round(counters["num_agent_steps_sampled/dqn_0"] / rows[-1]["env_steps"], 4)
+        if "num_agent_steps_sampled/dqn_0" in counters else None,
         "iterations": rows[-1]["iteration"],
         "win_rate_vs_random": rows[-1]["win_rate_vs_random"],
     }
+
+
+def dqn_learner_bound(env: str, mixed: dict[str, Any], steps: int = 300) -> dict[str, Any]:
+    """The ``dqn_learner_bound`` figure: how fast one core can train ``policies=ppo_vs_dqn``'s
+    DQN (its params from ``configs/policies/ppo_vs_dqn.yaml`` over ``configs/algo/dqn.yaml``),
+    timed in this process (replay draw, gradient step, priority update, on ``env``'s agent
+    spec), and the env steps/s that allows at its ``training_intensity`` given the share
+    of env steps the DQN policy acted in during the mixed run (``mixed``)."""
+    import numpy as np
+    import torch
+    from omegaconf import OmegaConf
+
+    from league.algos import make_algorithm
+    from league.batch import Columns as C
+    from league.batch import MultiAgentBatch, SampleBatch
+    from league.envs import make_env
+    from league.flow.replay_ops import UpdatePriorities
+    from league.learn import Learner
+    from league.replay import NEXT_ACTION_MASK
+
+    configs = Path(__file__).resolve().parents[1] / "configs"
+    params = OmegaConf.to_container(OmegaConf.merge(
+        OmegaConf.load(configs / "algo" / "dqn.yaml").params, OmegaConf.load(configs / "policies" / "ppo_vs_dqn.yaml").dqn_0.params,
+    ))  # fmt: skip
+    game = make_env(env)
+    spec = game.spec(game.possible_agents[0])
+    game.close()
+    torch.set_num_threads(1)
+    algo = make_algorithm("dqn", spec, params)
+    learner = Learner(seed=0)
+    learner.add_policy("dqn", algo)
+    buffer = algo.make_replay_buffer()
+    rng, n = np.random.default_rng(0), 20_000
+    obs = (rng.random((n, *spec.obs_shape)) < 0.3).astype(np.float32)
+    rows = {C.OBS: obs, C.ACTIONS: rng.integers(0, spec.num_actions, n), C.ACTION_MASK: np.ones((n, spec.num_actions), np.int8),
+            C.REWARDS: rng.normal(size=n).astype(np.float32), C.NEXT_OBS: obs[::-1].copy(),
+            NEXT_ACTION_MASK: np.ones((n, spec.num_actions), np.int8), C.TERMINATEDS: np.zeros(n, bool),
+            C.TRUNCATEDS: np.zeros(n, bool), C.EPS_ID: np.repeat(np.arange(n // 10), 10),
+            C.AGENT_INDEX: np.zeros(n, np.int64), C.T: np.tile(np.arange(10), n // 10)}  # fmt: skip
+    buffer.add(MultiAgentBatch({"dqn": SampleBatch(rows)}, n))
+    priorities = UpdatePriorities(buffer, ["dqn"], params["priority_eps"])
+    size = params["train_batch_size"]
+
+    def train_step() -> None:
+        batch = MultiAgentBatch({"dqn": buffer.sample("dqn", size, beta=params["beta"])}, size)
+        priorities((batch, learner.learn_on_batch(batch)), None)
+
+    for _ in range(20):
+        train_step()
+    start = time.perf_counter()
+    for _ in range(steps):
+        train_step()
+    ms = (time.perf_counter() - start) / steps * 1e3
+    rows_per_s = size / ms * 1e3 / params["training_intensity"]  # sampled DQN rows one core keeps up with
+    share = mixed.get("dqn_rows_per_env_step")
+    return {
+        "figure": "dqn_learner_bound", "env": env, "ms_per_train_step": round(ms, 3), "train_batch_size": size,
+        "training_intensity": params["training_intensity"], "max_dqn_rows_per_s": round(rows_per_s),
+        "dqn_rows_per_env_step": share,
+        "max_env_steps_per_s": round(rows_per_s / share) if share else None,
+        "measured_env_steps_per_s": mixed.get("env_steps_per_s"),
+    }  # fmt: skip
 
 
 def dqn_selfplay(minutes: float, root: Path) -> dict[str, Any]:
@@ -119,10 +195,13 @@ def main() -> None:
             figures = {name: throughput(env, name, args.seconds, args.warmup_s, root) for name in MIXED_CONFIGS}
             for figure in figures.values():
                 print(json.dumps(figure), flush=True)
-            mixed, ppo = figures["ppo_vs_dqn"].get("env_steps_per_s"), figures["ppo_vs_ppo"].get("env_steps_per_s")
-            ratio = round(mixed / ppo, 3) if mixed and ppo else None
-            print(json.dumps({"figure": "mixed_vs_ppo", "env": env, "ratio": ratio, "target": TARGET_RATIO,
-                              "met": ratio is not None and ratio >= TARGET_RATIO}), flush=True)  # fmt: skip
+            ppo = figures["ppo_vs_ppo"].get("env_steps_per_s")
+            for name in ("ppo_vs_dqn", "ppo_vs_dqn_intensity2"):
+                mixed = figures[name].get("env_steps_per_s")
+                ratio = round(mixed / ppo, 3) if mixed and ppo else None
+                print(json.dumps({"figure": "mixed_vs_ppo", "env": env, "config": name, "ratio": ratio, "target": TARGET_RATIO,
+                                  "met": ratio is not None and ratio >= TARGET_RATIO}), flush=True)  # fmt: skip
+            print(json.dumps(dqn_learner_bound(env, figures["ppo_vs_dqn"])), flush=True)
     if not args.skip_dqn:
         print(json.dumps(dqn_selfplay(args.dqn_minutes, root)), flush=True)
     print(json.dumps({"figure": "bench_composition_wall_s", "seconds": round(time.perf_counter() - start, 1), "run_root": str(root)}))
