@@ -13,6 +13,8 @@ import pytest
 
 from league import _core
 from league.population.scripted import _C4_BIT_VALUES, _C4_ROWS, _C4_STRIDE, ConnectFourNegamaxPolicy, _bits
+from league.population.scripted import _c4_drop_bit as _drop
+from league.population.scripted import _c4_has_four as _four
 
 COLS = 7
 ORDER = (3, 2, 4, 1, 5, 0, 6)
@@ -33,19 +35,6 @@ def _windows() -> tuple[int, ...]:
 
 
 WINDOWS = _windows()
-
-
-def _four(bits: int) -> bool:
-    for shift in (1, _C4_STRIDE, _C4_STRIDE - 1, _C4_STRIDE + 1):
-        pairs = bits & (bits >> shift)
-        if pairs & (pairs >> (2 * shift)):
-            return True
-    return False
-
-
-def _drop(occupied: int, col: int) -> int:
-    height = ((occupied >> (_C4_STRIDE * col)) & 0x3F).bit_length()
-    return 1 << (_C4_STRIDE * col + height) if height < _C4_ROWS else 0
 
 
 def _heuristic(mine: int, theirs: int) -> int:

@@ -21,6 +21,7 @@ from league.policy import RandomPolicyFactory
 from league.sampling import EnvRunner, FixedMatchups, Sampler
 from league.sampling.batched_runner import BatchedRunner
 from league.sampling.versioning import VersionedPolicy
+from tests.test_sampler import _FlakyEnv
 
 
 class _FourKinds(MultiAgentEnv):
@@ -290,18 +291,11 @@ def test_image_observations_train_through_the_batched_runner():
 
 
 # Crashes ------------------------------------------------------------------------------------
-class _ResetFlaky(MultiAgentEnv):
-    """tictactoe whose every ``fail_every``-th reset raises."""
+class _ResetFlaky(_FlakyEnv):
+    """tictactoe whose every ``fail_every``-th reset raises (its steps never do)."""
 
     resets = 0
     fail_every = 3
-
-    def __init__(self, **kwargs):
-        self._env = make_env("tictactoe")
-        self.possible_agents = self._env.possible_agents
-
-    def spec(self, agent):
-        return self._env.spec(agent)
 
     def reset(self, seed=None):
         type(self).resets += 1
