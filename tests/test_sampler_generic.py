@@ -330,21 +330,6 @@ def test_an_env_that_never_resets_stops_with_env_failure():
         VectorizedEnv(lambda: make_env("never_resets"), 2, "never_resets", max_consecutive_failures=2).reset(seed=0)
 
 
-def test_dqn_bootstraps_a_truncated_agent_with_its_real_legal_actions_on_the_batched_path():
-    """tests/test_stale_data.py's EnvRunner check, through VectorizedEnv + BatchedRunner."""
-    from league.algos.dqn import NEXT_ACTION_MASK
-    from tests.test_stale_data import _TruncatingEnv
-
-    algo = make_algorithm("dqn", AgentSpec((2,), 3, True), {"model": "mlp", "n_step": 1})
-    runner = BatchedRunner(VectorizedEnv(_TruncatingEnv, 1), {"q": algo.make_policy(seed=0)}, {"q": algo},
-                           FixedMatchups({"a": "q"}), np.random.default_rng(0))
-    runner.step()
-    runner.step()
-    (chunk,) = runner.drain()["q"]
-    assert chunk[C.TRUNCATEDS][-1]
-    np.testing.assert_array_equal(chunk[NEXT_ACTION_MASK][-1], _TruncatingEnv.FINAL_MASK)
-
-
 def test_vectorized_env_takes_one_action_per_row_in_any_form():
     env = VectorizedEnv(_FourKinds, 2, "four_kinds")
     env.reset(seed=0)

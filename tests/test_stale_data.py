@@ -322,11 +322,15 @@ class _TruncatingEnv(MultiAgentEnv):
         )
 
 
-def test_a_truncated_agent_bootstraps_with_its_real_legal_actions():
+@pytest.mark.parametrize("path", ["per_copy", "batched"])
+def test_a_truncated_agent_bootstraps_with_its_real_legal_actions(path):
+    """On the per-copy runner and on the sampler's training path (VectorizedEnv + BatchedRunner)."""
+    from league.envs.batched import VectorizedEnv
+    from league.sampling.batched_runner import BatchedRunner
+
     algo = make_algorithm("dqn", AgentSpec((2,), 3, True), {"model": "mlp", "n_step": 1})
-    runner = EnvRunner(
-        _TruncatingEnv, 1, {"q": algo.make_policy(seed=0)}, {"q": algo}, FixedMatchups({"a": "q"}), np.random.default_rng(0)
-    )
+    args = ({"q": algo.make_policy(seed=0)}, {"q": algo}, FixedMatchups({"a": "q"}), np.random.default_rng(0))
+    runner = EnvRunner(_TruncatingEnv, 1, *args) if path == "per_copy" else BatchedRunner(VectorizedEnv(_TruncatingEnv, 1), *args)
     runner.step()
     runner.step()
     (chunk,) = runner.drain()["q"]

@@ -191,11 +191,6 @@ class ConvModel(ActorCriticModel):
         if padding == 0:
             kernel_size = min(kernel_size, int(obs_shape[0]), int(obs_shape[1]))
         geometry = (kernel_size, kernel_size // 2 if padding is None else padding)
-        out_side = [obs_shape[0], obs_shape[1]]
-        for _ in channels:
-            out_side = [side + 2 * geometry[1] - kernel_size + 1 for side in out_side]
-        if min(out_side) < 1:
-            raise ValueError(f"ConvModel: {len(channels)} conv(s) of kernel {kernel_size}, padding {geometry[1]} leave nothing of a {tuple(obs_shape[:2])} board")
         self.convs, self.fc = self._tower(obs_shape, channels, hidden, geometry)
         self.vf_convs, self.vf_fc = self._tower(obs_shape, channels, hidden, geometry) if separate_networks else (None, None)
         self.pi = _init(nn.Linear(hidden, num_actions), 0.01)
@@ -211,6 +206,8 @@ class ConvModel(ActorCriticModel):
             convs += [_init(nn.Conv2d(c, ch, kernel, padding=pad), math.sqrt(2)), nn.ReLU()]
             c = ch
             h, w = h + 2 * pad - kernel + 1, w + 2 * pad - kernel + 1
+        if min(h, w) < 1:
+            raise ValueError(f"ConvModel: {len(channels)} conv(s) of kernel {kernel}, padding {pad} leave nothing of a {tuple(obs_shape[:2])} board")
         return nn.Sequential(*convs, nn.Flatten()), nn.Sequential(_init(nn.Linear(c * h * w, hidden), math.sqrt(2)), nn.ReLU())
 
     def body(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
