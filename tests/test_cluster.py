@@ -314,7 +314,10 @@ def test_samplers_spread_over_two_nodes_and_survive_losing_one(cluster, observer
     assert json.loads((run_dir / "summary.json").read_text())["iterations"] == ITERATIONS
     rows = read_jsonl(metrics)
     assert rows[-1]["iteration"] == ITERATIONS
-    assert rows_at_kill < rows_at_restart < len(rows), (rows_at_kill, rows_at_restart, len(rows))  # it went on throughout
+    # It went on after the loss and after the restart. Between the two it may not: until Ray
+    # declares node B dead, calls to its sampler hang, and the restart can follow that at
+    # once (rows_at_kill == rows_at_restart in about 1 run in 7 here).
+    assert rows_at_kill <= rows_at_restart < len(rows), (rows_at_kill, rows_at_restart, len(rows))
     assert rows[-1]["counters"]["num_sampler_restarts"] >= 1  # the plan saw the restart and discarded what was in flight
 
 
