@@ -129,3 +129,51 @@ def test_line_conv_sees_every_window_of_four_on_a_connect_four_board():
         build_model("conv", (6, 7, 2), 7, channels=[8, 8], kernel_size=4)
     with pytest.raises(ValueError, match="kernel_size >= 1 and padding >= 0"):
         build_model("conv", (6, 7, 2), 7, kernel_size=0)
+
+
+def test_sigmoid_tanh_is_tanh_in_value_gradient_and_under_vmap():
+    from torch.func import grad, vmap
+
+    from league.algos.activations import tanh
+
+    x = torch.cat([torch.linspace(-30, 30, 1001), torch.tensor([0.0, 1e-8, -1e-8, 1e4, -1e4])])
+    assert torch.allclose(tanh(x), torch.tanh(x), atol=3e-7, rtol=0)
+    with torch.no_grad():  # the in-place inference path
+        assert torch.allclose(tanh(x), torch.tanh(x), atol=3e-7, rtol=0)
+    special = tanh(torch.tensor([float("nan"), float("inf"), -float("inf")]))
+    assert torch.isnan(special[0]) and special[1:].tolist() == [1.0, -1.0]
+    xd = torch.randn(7, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(tanh, (xd,)) and torch.autograd.gradgradcheck(tanh, (xd,))
+    rows = torch.randn(3, 5)
+    ours = vmap(grad(lambda v: tanh(v).sum()))(rows)
+    assert torch.allclose(ours, 1 - torch.tanh(rows) ** 2, atol=1e-6)
+
+
+def test_mlp_uses_the_fast_tanh_and_keeps_its_state_dict_keys():
+    from league.algos.activations import Tanh
+
+    model = MLPModel((9,), 4)
+    assert any(isinstance(m, Tanh) for m in model.modules()) and not any(isinstance(m, torch.nn.Tanh) for m in model.modules())
+    # The keys checkpoints written with nn.Tanh carry: they still load.
+    assert set(model.state_dict()) == {"pi.bias", "pi.weight", "trunk.1.weight", "trunk.1.bias", "trunk.3.bias",
+                                       "trunk.3.weight", "vf.bias", "vf.weight"}
+
+
+def test_adam_is_fused_where_the_kernel_runs_and_steps_like_plain_adam():
+    from league.learn.algorithm import adam
+
+    torch.manual_seed(0)
+    a, b = torch.nn.Linear(4, 3), torch.nn.Linear(4, 3)
+    b.load_state_dict(a.state_dict())
+    fused, plain = adam(a.parameters(), lr=1e-2, eps=1e-5), torch.optim.Adam(b.parameters(), lr=1e-2, eps=1e-5)
+    assert fused.param_groups[0]["fused"] and not plain.param_groups[0]["fused"]
+    for _ in range(5):
+        x = torch.randn(8, 4)
+        for model, opt in ((a, fused), (b, plain)):
+            opt.zero_grad()
+            model(x).pow(2).sum().backward()
+            opt.step()
+    for p, q in zip(a.parameters(), b.parameters()):
+        assert torch.allclose(p, q, atol=1e-6)
+    half = torch.nn.Linear(2, 2).to(torch.float16)  # no fused kernel for it here: the default Adam
+    assert not adam(half.parameters(), lr=1e-3).param_groups[0]["fused"]

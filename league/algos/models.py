@@ -28,6 +28,8 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from league.algos.activations import Tanh
+
 __all__ = ["MLPModel", "ConvModel", "NatureCNNModel", "build_model", "resolve_model_kind", "MIN_IMAGE_SIDE", "RunningMeanStd", "PopArtValue", "ActorCriticModel"]
 
 
@@ -139,7 +141,7 @@ class ActorCriticModel(nn.Module):
 def _mlp(width: int, hidden: Sequence[int]) -> tuple[nn.Sequential, int]:
     layers: list[nn.Module] = [nn.Flatten()]
     for h in hidden:
-        layers += [_init(nn.Linear(width, h), math.sqrt(2)), nn.Tanh()]
+        layers += [_init(nn.Linear(width, h), math.sqrt(2)), Tanh()]
         width = h
     return nn.Sequential(*layers), width
 

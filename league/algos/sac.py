@@ -33,7 +33,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from league.learn.algorithm import PolicyState, add_version_buffer, batch_to_tensors
+from league.learn.algorithm import PolicyState, adam, add_version_buffer, batch_to_tensors
 from league.algos.distributions import DiagGaussian
 from league.algos.off_policy import TARGET_MODEL, ReplayAlgorithm
 from league.algos.torch_policy import ActorCriticPolicy
@@ -145,7 +145,7 @@ class SAC(ReplayAlgorithm):
         """One Adam over three parameter groups: actor (``lr``), critics (``critic_lr``), ``log_alpha`` (``alpha_lr``)."""
         cfg = self.config
         critics = [*model.q1.parameters(), *model.q2.parameters()]
-        return torch.optim.Adam([
+        return adam([
             {"params": list(model.actor.parameters()), "lr": cfg.lr},
             {"params": critics, "lr": cfg.critic_lr},
             {"params": [model.log_alpha], "lr": cfg.alpha_lr if cfg.autotune_alpha else 0.0},

@@ -210,7 +210,10 @@ class StackedModels:
             for p, m, v in zip(member, torch.split(m_k, self._sizes), torch.split(v_k, self._sizes)):
                 state = opt.state[p]
                 if not state:
-                    state["step"] = torch.tensor(0.0, dtype=torch.float32)
+                    # Where torch.optim.Adam keeps it: fused and capturable Adam step on the
+                    # parameter's device, plain Adam on the host.
+                    fused = opt.param_groups[0].get("fused") or opt.param_groups[0].get("capturable")
+                    state["step"] = torch.tensor(0.0, dtype=torch.float32, device=p.device if fused else "cpu")
                     state["exp_avg"] = torch.zeros_like(p)
                     state["exp_avg_sq"] = torch.zeros_like(p)
                 state["step"].fill_(step)
