@@ -239,6 +239,22 @@ def test_nash_on_returns_prefers_the_bigger_winner() -> None:
         NashMatchmaker(utility="chips")
 
 
+def test_nash_on_returns_spreads_over_equal_strategies_instead_of_a_vertex() -> None:
+    # "rock2" plays exactly as "rock": every split of rock's 1/3 between them is an
+    # equilibrium, and an LP vertex keeps one of the two; so do three strategies that tie.
+    table = PayoffTable()
+    _rock_paper_scissors(table)
+    for winner, loser, chips in (("rock2", "scissors", 3.0), ("paper", "rock2", 1.0)):
+        table.update(winner, loser, "win", return_a=chips)
+    table.update("rock", "rock2", "draw", return_a=0.0)
+    ids = ["rock", "rock2", "paper", "scissors"]
+    np.testing.assert_allclose(NashMatchmaker(utility="return").equilibrium(ids, table), [1 / 6, 1 / 6, 1 / 2, 1 / 6], atol=1e-6)
+    ties = PayoffTable()
+    for a, b in (("a", "b"), ("a", "c"), ("b", "c")):
+        ties.update(a, b, "draw", return_a=0.0)
+    np.testing.assert_allclose(NashMatchmaker(utility="return").equilibrium(["a", "b", "c"], ties), [1 / 3] * 3, atol=1e-6)
+
+
 def test_role_with_return_utility_round_trips_and_uses_returns() -> None:
     pool = OpponentPool("frozen", "nash", utility="return")
     role = Role((OpponentBranch(1.0, (pool,), "psro"),))

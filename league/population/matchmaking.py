@@ -39,6 +39,7 @@ __all__ = [
     "SelfPlayMatchmaker",
     "UniformFSPMatchmaker",
     "least_concentrated_maximin",
+    "spread_maximin",
     "pfsp_weights",
     "solve_zero_sum",
 ]
@@ -282,6 +283,39 @@ def least_concentrated_maximin(payoff_matrix: np.ndarray, slack: np.ndarray | fl
     return strategy / strategy.sum()
 
 
+def spread_maximin(payoff_matrix: np.ndarray) -> np.ndarray:
+    """The row equilibrium strategy of least Euclidean norm: unique, and it splits evenly
+    between strategies that play alike, where an LP returns an arbitrary vertex.
+
+    Solved as a small quadratic programme (SLSQP) from the LP's equilibrium, over the
+    strategies guaranteeing the game's value against every column; if the solver fails,
+    the LP's equilibrium is returned.
+    """
+    from scipy.optimize import minimize
+
+    m = np.asarray(payoff_matrix, dtype=np.float64)
+    start, value = _maximin(m)
+    n_rows = m.shape[0]
+    result = minimize(
+        lambda x: x @ x, start, jac=lambda x: 2 * x, method="SLSQP", bounds=[(0.0, 1.0)] * n_rows,
+        constraints=[
+            {"type": "eq", "fun": lambda x: x.sum() - 1.0, "jac": lambda x: np.ones_like(x)},
+            {"type": "ineq", "fun": lambda x: x @ m - (value - _LP_MARGIN), "jac": lambda x: m.T},
+        ],
+        options={"ftol": 1e-12, "maxiter": 200},
+    )
+    if not result.success or not np.all(result.x @ m >= value - 10 * _LP_MARGIN):
+        return start
+    strategy = np.clip(result.x, 0.0, None)
+    strategy[strategy < _LP_MARGIN] = 0.0  # solver dust, not support
+    return strategy / strategy.sum()
+
+
+#: Equilibria of the last few meta-games solved, oldest dropped first (see NashMatchmaker.equilibrium).
+_SOLVED: dict[tuple[str, tuple[int, ...], bytes], np.ndarray] = {}
+_SOLVED_SIZE = 16
+
+
 class NashMatchmaker(Matchmaker):
     """PSRO-style opponents: a Nash mixture of the candidates' measured meta-game.
 
@@ -317,8 +351,9 @@ class NashMatchmaker(Matchmaker):
     least certain entry, see :func:`~league.population.evaluation.beta_variance`) of
     the game's value counts as an equilibrium, and the least concentrated one is played
     (:func:`least_concentrated_maximin`); as games accumulate the slack shrinks to the
-    exact Nash. 0 plays the LP's own solution. Return meta-games ignore it: no variance
-    is tracked for returns (and exact ones have none).
+    exact Nash. 0 plays the LP's own solution. Return meta-games ignore it (no variance
+    is tracked for returns, and exact ones have none) and always play their equilibrium
+    of least norm (:func:`spread_maximin`).
     """
 
     def __init__(self, mix_uniform: float = 0.0, utility: str = "win_rate", noise_tolerance: float = 0.0) -> None:
@@ -353,7 +388,27 @@ class NashMatchmaker(Matchmaker):
         mixing); callers solving an empirical meta-game pass a :meth:`measured_set`."""
         ids = _check_candidates(candidates)
         matrix = self.meta_game(ids, payoff)
-        if self.utility != "win_rate" or self.noise_tolerance == 0.0:
+        # Solved again only when the meta-game changed: every batch of matchups asks, and
+        # an exact meta-game changes once per snapshot (a least-norm solve over 100
+        # strategies can take a second).
+        # (Matchmakers are built per call, so the memo is the module's.)
+        if self.utility == "win_rate" and self.noise_tolerance > 0.0:  # depends on game counts too
+            return self._equilibrium(ids, matrix, payoff)
+        key = (self.utility, matrix.shape, matrix.tobytes())
+        if key not in _SOLVED:
+            if len(_SOLVED) >= _SOLVED_SIZE:
+                _SOLVED.pop(next(iter(_SOLVED)))
+            _SOLVED[key] = self._equilibrium(ids, matrix, payoff)
+        return _SOLVED[key].copy()
+
+    def _equilibrium(self, ids: list[str], matrix: np.ndarray, payoff: PayoffTable) -> np.ndarray:
+        if self.utility == "return":
+            # Among several equilibria the most even one, not the LP's vertex: a vertex
+            # drops one of two equal (or duplicate) strategies at random and the mixture,
+            # hence its exploitability in the full game, jumps from one solve to the next
+            # (the maximum-entropy Nash of Balduzzi et al. 2019 serves the same purpose).
+            return spread_maximin(matrix)
+        if self.noise_tolerance == 0.0:
             strategy, _, _ = solve_zero_sum(matrix)
             return strategy
         return least_concentrated_maximin(matrix, self.noise_tolerance * self._column_noise(ids, payoff))
