@@ -19,13 +19,17 @@ Figures (one JSON object per line):
   process (one core), and the env steps/s at which that core keeps up with DQN's replay
   ratio given the share of env steps DQN acted in: the ceiling of the mixed run when its
   learner shares the driver's core.
+* ``mixed_strength`` (with ``--strength-seconds``): ``ppo_vs_dqn`` at DQN's replay ratio 8
+  and at 2, each trained that long on tic-tac-toe, then every learning policy's greedy
+  games against perfect minimax (``league-eval``, 400 games, minimax breaking ties at
+  random): what a replay ratio buys per wall-clock second when the learner is the bound.
 * ``dqn_selfplay``: ``league-train algo=dqn`` (the default connect-four league) for
   ``--dqn-minutes``: whether it finished, iterations, env steps, its last greedy win rate
   against the uniform-random player, snapshots taken and evicted, and a curve of
   ``(time_s, env_steps, win_rate_vs_random)`` rows.
 
 Usage: ``python benchmarks/bench_composition.py [--seconds 90] [--dqn-minutes 10]
-[--skip-mixed] [--skip-dqn]``. Run nothing else timed beside it (2 cores).
+[--skip-mixed] [--skip-dqn] [--strength-seconds 240]``. Run nothing else timed beside it (2 cores).
 """
 
 from __future__ import annotations
@@ -157,6 +161,30 @@ def dqn_learner_bound(env: str, mixed: dict[str, Any], steps: int = 300) -> dict
     }  # fmt: skip
 
 
+def dqn_strength(name: str, seconds: float, root: Path, games: int = 400) -> dict[str, Any]:
+    """One ``mixed_strength`` figure: ``MIXED_CONFIGS[name]`` on tic-tac-toe for ``seconds``,
+    then each learning policy's greedy play against perfect minimax (ties broken at random,
+    ``games`` games from ``league-eval``, both seats)."""
+    overrides = ["env=tictactoe", *MIXED_CONFIGS[name], f"stop.time_s={seconds:g}", "stop.env_steps=0"]
+    run_dir = root / f"strength_{name}"
+    rows, summary, err = league_train(overrides, run_dir)
+    if summary is None:
+        return {"figure": "mixed_strength", "config": name, "error": err}
+    output = run_dir / "eval.json"
+    command = [sys.executable, "-m", "league.cli.eval", f"checkpoint={run_dir}", "opponents=[minimax]",
+               f"episodes={games}", "scripted_random_ties=true", f"output={output}"]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        return {"figure": "mixed_strength", "config": name, "error": done.stderr[-2000:]}
+    results = json.loads(output.read_text())["results"]
+    counters = rows[-1]["counters"]
+    return {
+        "figure": "mixed_strength", "config": name, "overrides": overrides, "env_steps": rows[-1]["env_steps"],
+        "updates": {k.split("/", 1)[1]: v for k, v in counters.items() if k.startswith("num_learner_updates/")},
+        "vs_minimax": {r["policy"]: {"wins": r["wins"], "draws": r["draws"], "losses": r["losses"], "seats": r["seats"]} for r in results},
+    }  # fmt: skip
+
+
 def dqn_selfplay(minutes: float, root: Path) -> dict[str, Any]:
     """The ``dqn_selfplay`` figure."""
     overrides = ["algo=dqn", f"stop.time_s={minutes * 60:g}", "stop.env_steps=0"]
@@ -187,6 +215,8 @@ def main() -> None:
     parser.add_argument("--dqn-minutes", type=float, default=10.0)
     parser.add_argument("--skip-mixed", action="store_true")
     parser.add_argument("--skip-dqn", action="store_true")
+    parser.add_argument("--strength-seconds", type=float, default=0.0,
+                        help="> 0: also train ppo_vs_dqn at each replay ratio this long on tic-tac-toe and play minimax")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="bench_composition_"))
     start = time.perf_counter()
@@ -202,6 +232,9 @@ def main() -> None:
                 print(json.dumps({"figure": "mixed_vs_ppo", "env": env, "config": name, "ratio": ratio, "target": TARGET_RATIO,
                                   "met": ratio is not None and ratio >= TARGET_RATIO}), flush=True)  # fmt: skip
             print(json.dumps(dqn_learner_bound(env, figures["ppo_vs_dqn"])), flush=True)
+    if args.strength_seconds > 0:
+        for name in ("ppo_vs_dqn", "ppo_vs_dqn_intensity2"):
+            print(json.dumps(dqn_strength(name, args.strength_seconds, root)), flush=True)
     if not args.skip_dqn:
         print(json.dumps(dqn_selfplay(args.dqn_minutes, root)), flush=True)
     print(json.dumps({"figure": "bench_composition_wall_s", "seconds": round(time.perf_counter() - start, 1), "run_root": str(root)}))
