@@ -13,16 +13,18 @@ Figures (one JSON object per line):
   policy (one PPO update = all epochs on one train batch; one DQN update = one gradient
   step), and weight broadcasts sent (and coalesced) per second.
 * ``mixed_vs_ppo``: per env, the ratio of ``ppo_vs_dqn``'s env steps/s to
-  ``ppo_vs_ppo``'s (target >= 0.8), and the same for ``ppo_vs_dqn_intensity2`` (DQN
-  replaying 2 rows per row sampled instead of 8).
-* ``dqn_learner_bound``: one DQN training step of ``ppo_vs_dqn``'s DQN timed in this
+  ``ppo_vs_ppo``'s (target >= 0.8), and the same for ``ppo_vs_dqn_intensity8`` (DQN
+  replaying 8 rows per row sampled, its own default, instead of the mix's 2).
+* ``dqn_learner_bound``: one DQN training step of ``ppo_vs_dqn_intensity8``'s DQN timed in this
   process (one core), and the env steps/s at which that core keeps up with DQN's replay
-  ratio given the share of env steps DQN acted in: the ceiling of the mixed run when its
-  learner shares the driver's core.
-* ``mixed_strength`` (with ``--strength-seconds``): ``ppo_vs_dqn`` at DQN's replay ratio 8
-  and at 2, each trained that long on tic-tac-toe, then every learning policy's greedy
-  games against perfect minimax (``league-eval``, 400 games, minimax breaking ties at
-  random): what a replay ratio buys per wall-clock second when the learner is the bound.
+  ratio given the share of env steps DQN acted in: a ceiling of the mixed run. With PPO in
+  the mix the samplers run bulk_sync (PPO is on-policy), so DQN's steps add to the
+  sampling time instead of overlapping it, and the run stays well below that ceiling.
+* ``mixed_strength`` (with ``--strength-seconds``), per env: ``ppo_vs_dqn`` at DQN's replay
+  ratio 2 (the mix's) and at 8, each trained that long, then every learning policy's greedy games
+  (``league-eval``) against perfect minimax on tic-tac-toe (400 games) and depth-2 negamax
+  from varied openings on connect four (200 games); scripted players break ties at
+  random. What a replay ratio buys per wall-clock second when the learner is the bound.
 * ``dqn_selfplay``: ``league-train algo=dqn`` (the default connect-four league) for
   ``--dqn-minutes``: whether it finished, iterations, env steps, its last greedy win rate
   against the uniform-random player, snapshots taken and evicted, and a curve of
@@ -47,9 +49,9 @@ MIXED_CONFIGS = {
     "ppo_vs_dqn": ["policies=ppo_vs_dqn"],
     "ppo_vs_ppo": ["policies=ppo_vs_ppo"],
     "ppo_selfplay": [],
-    # The same mix with DQN replaying 2 rows per row sampled instead of 8: what is left of
-    # the gap at 8 is the DQN learner's arithmetic (see dqn_learner_bound), not the plan.
-    "ppo_vs_dqn_intensity2": ["policies=ppo_vs_dqn", "+policies.dqn_0.params.training_intensity=2"],
+    # The same mix with DQN replaying 8 rows per row sampled (DQN's own default) instead of
+    # the mix's 2: bound by the DQN learner's arithmetic (see dqn_learner_bound).
+    "ppo_vs_dqn_intensity8": ["policies=ppo_vs_dqn", "policies.dqn_0.params.training_intensity=8"],
 }
 TARGET_RATIO = 0.8
 
@@ -99,12 +101,13 @@ def throughput(env: str, name: str, seconds: float, warmup_s: float, root: Path)
     }
 
 
-def dqn_learner_bound(env: str, mixed: dict[str, Any], steps: int = 300) -> dict[str, Any]:
+def dqn_learner_bound(env: str, mixed: dict[str, Any], training_intensity: float | None = None, steps: int = 300) -> dict[str, Any]:
     """The ``dqn_learner_bound`` figure: how fast one core can train ``policies=ppo_vs_dqn``'s
     DQN (its params from ``configs/policies/ppo_vs_dqn.yaml`` over ``configs/algo/dqn.yaml``),
     timed in this process (replay draw, gradient step, priority update, on ``env``'s agent
     spec), and the env steps/s that allows at its ``training_intensity`` given the share
-    of env steps the DQN policy acted in during the mixed run (``mixed``)."""
+    of env steps the DQN policy acted in during the mixed run (``mixed``), at the config's
+    replay ratio or ``training_intensity``."""
     import numpy as np
     import torch
     from omegaconf import OmegaConf
@@ -121,6 +124,8 @@ def dqn_learner_bound(env: str, mixed: dict[str, Any], steps: int = 300) -> dict
     params = OmegaConf.to_container(OmegaConf.merge(
         OmegaConf.load(configs / "algo" / "dqn.yaml").params, OmegaConf.load(configs / "policies" / "ppo_vs_dqn.yaml").dqn_0.params,
     ))  # fmt: skip
+    if training_intensity is not None:
+        params["training_intensity"] = training_intensity
     game = make_env(env)
     spec = game.spec(game.possible_agents[0])
     game.close()
@@ -161,27 +166,36 @@ def dqn_learner_bound(env: str, mixed: dict[str, Any], steps: int = 300) -> dict
     }  # fmt: skip
 
 
-def dqn_strength(name: str, seconds: float, root: Path, games: int = 400) -> dict[str, Any]:
-    """One ``mixed_strength`` figure: ``MIXED_CONFIGS[name]`` on tic-tac-toe for ``seconds``,
-    then each learning policy's greedy play against perfect minimax (ties broken at random,
-    ``games`` games from ``league-eval``, both seats)."""
-    overrides = ["env=tictactoe", *MIXED_CONFIGS[name], f"stop.time_s={seconds:g}", "stop.env_steps=0"]
-    run_dir = root / f"strength_{name}"
+#: The yardstick per env of ``mixed_strength`` (league-eval arguments): perfect minimax on
+#: tic-tac-toe; depth-2 negamax on connect four from varied openings (two random plies,
+#: each opening played in both seats). Scripted players break ties at random.
+STRENGTH_YARDSTICKS = {
+    "tictactoe": ["opponents=[minimax]", "episodes=400"],
+    "connect_four": ["opponents=[negamax]", "depth=2", "opening_plies=2", "episodes=200"],
+}
+
+
+def dqn_strength(env: str, name: str, seconds: float, root: Path) -> dict[str, Any]:
+    """One ``mixed_strength`` figure: ``MIXED_CONFIGS[name]`` on ``env`` for ``seconds``,
+    then each learning policy's greedy games against ``STRENGTH_YARDSTICKS[env]``."""
+    overrides = [f"env={env}", *MIXED_CONFIGS[name], f"stop.time_s={seconds:g}", "stop.env_steps=0"]
+    run_dir = root / f"strength_{env}_{name}"
     rows, summary, err = league_train(overrides, run_dir)
     if summary is None:
-        return {"figure": "mixed_strength", "config": name, "error": err}
+        return {"figure": "mixed_strength", "env": env, "config": name, "error": err}
     output = run_dir / "eval.json"
-    command = [sys.executable, "-m", "league.cli.eval", f"checkpoint={run_dir}", "opponents=[minimax]",
-               f"episodes={games}", "scripted_random_ties=true", f"output={output}"]  # fmt: skip
+    command = [sys.executable, "-m", "league.cli.eval", f"checkpoint={run_dir}", *STRENGTH_YARDSTICKS[env],
+               "scripted_random_ties=true", f"output={output}"]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
-        return {"figure": "mixed_strength", "config": name, "error": done.stderr[-2000:]}
+        return {"figure": "mixed_strength", "env": env, "config": name, "error": done.stderr[-2000:]}
     results = json.loads(output.read_text())["results"]
     counters = rows[-1]["counters"]
     return {
-        "figure": "mixed_strength", "config": name, "overrides": overrides, "env_steps": rows[-1]["env_steps"],
+        "figure": "mixed_strength", "env": env, "config": name, "overrides": overrides, "env_steps": rows[-1]["env_steps"],
         "updates": {k.split("/", 1)[1]: v for k, v in counters.items() if k.startswith("num_learner_updates/")},
-        "vs_minimax": {r["policy"]: {"wins": r["wins"], "draws": r["draws"], "losses": r["losses"], "seats": r["seats"]} for r in results},
+        "yardstick": STRENGTH_YARDSTICKS[env],
+        "results": {r["policy"]: {"wins": r["wins"], "draws": r["draws"], "losses": r["losses"], "seats": r["seats"]} for r in results},
     }  # fmt: skip
 
 
@@ -226,15 +240,16 @@ def main() -> None:
             for figure in figures.values():
                 print(json.dumps(figure), flush=True)
             ppo = figures["ppo_vs_ppo"].get("env_steps_per_s")
-            for name in ("ppo_vs_dqn", "ppo_vs_dqn_intensity2"):
+            for name in ("ppo_vs_dqn", "ppo_vs_dqn_intensity8"):
                 mixed = figures[name].get("env_steps_per_s")
                 ratio = round(mixed / ppo, 3) if mixed and ppo else None
                 print(json.dumps({"figure": "mixed_vs_ppo", "env": env, "config": name, "ratio": ratio, "target": TARGET_RATIO,
                                   "met": ratio is not None and ratio >= TARGET_RATIO}), flush=True)  # fmt: skip
-            print(json.dumps(dqn_learner_bound(env, figures["ppo_vs_dqn"])), flush=True)
+            print(json.dumps(dqn_learner_bound(env, figures["ppo_vs_dqn_intensity8"], training_intensity=8.0)), flush=True)
     if args.strength_seconds > 0:
-        for name in ("ppo_vs_dqn", "ppo_vs_dqn_intensity2"):
-            print(json.dumps(dqn_strength(name, args.strength_seconds, root)), flush=True)
+        for env in args.envs:
+            for name in ("ppo_vs_dqn", "ppo_vs_dqn_intensity8"):
+                print(json.dumps(dqn_strength(env, name, args.strength_seconds, root)), flush=True)
     if not args.skip_dqn:
         print(json.dumps(dqn_selfplay(args.dqn_minutes, root)), flush=True)
     print(json.dumps({"figure": "bench_composition_wall_s", "seconds": round(time.perf_counter() - start, 1), "run_root": str(root)}))
