@@ -177,3 +177,19 @@ def test_adam_is_fused_where_the_kernel_runs_and_steps_like_plain_adam():
         assert torch.allclose(p, q, atol=1e-6)
     half = torch.nn.Linear(2, 2).to(torch.float16)  # no fused kernel for it here: the default Adam
     assert not adam(half.parameters(), lr=1e-3).param_groups[0]["fused"]
+
+
+@pytest.mark.parametrize("model_class, shape", [(ConvModel, (6, 7, 2)), (NatureCNNModel, (36, 36, 3))])
+def test_convs_see_contiguous_channels_first_batches(model_class, shape):
+    # From a permuted view the conv returns channels-last activations and the CPU backward
+    # over mixed layouts is many times slower; the values must not change either way.
+    from league.algos.models import channels_first
+
+    obs = torch.rand(5, *shape)
+    x = channels_first(obs)
+    assert x.is_contiguous() and torch.equal(x, obs.permute(0, 3, 1, 2))
+    model = model_class(shape, 4)
+    convs = model.convs if model_class is ConvModel else model.trunk[:-3]
+    assert convs(x).is_contiguous()
+    pi, value = model(obs)
+    assert pi.shape == (5, 4) and value.shape == (5,)

@@ -167,6 +167,17 @@ class MLPModel(ActorCriticModel):
         return self.pi(z), self.vf(zv).squeeze(-1)
 
 
+def channels_first(obs: torch.Tensor) -> torch.Tensor:
+    """``[B, H, W, C]`` observations as a contiguous ``[B, C, H, W]`` batch for ``nn.Conv2d``.
+
+    Contiguous, not a permuted view: from a view the convolution returns channels-last
+    activations while the gradients coming back are plain, and on CPU the ReLU backward and
+    the flatten over such mixed layouts take 27x as long (a connect-four conv update was
+    1.6x slower).
+    """
+    return obs.permute(0, 3, 1, 2).contiguous()
+
+
 class ConvModel(ActorCriticModel):
     """Board observations ``[H, W, C]`` (channels last, as PettingZoo gives them) -> convs -> heads.
 
@@ -214,7 +225,7 @@ class ConvModel(ActorCriticModel):
 
     def body(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Policy output ``[B, A]`` and value ``[B]``."""
-        x = obs.permute(0, 3, 1, 2)
+        x = channels_first(obs)
         z = self.fc(self.convs(x))
         zv = z if self.vf_convs is None else self.vf_fc(self.vf_convs(x))
         return self.pi(z), self.vf(zv).squeeze(-1)
@@ -279,7 +290,7 @@ class NatureCNNModel(ActorCriticModel):
 
     def body(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Policy output ``[B, A]`` and value ``[B]``."""
-        x = obs.permute(0, 3, 1, 2)
+        x = channels_first(obs)
         z = self.trunk(x)
         zv = z if self.vf_trunk is None else self.vf_trunk(x)
         return self.pi(z), self.vf(zv).squeeze(-1)
