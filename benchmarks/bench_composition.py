@@ -175,7 +175,7 @@ STRENGTH_YARDSTICKS = {
 }
 
 
-def dqn_strength(env: str, name: str, seconds: float, root: Path) -> dict[str, Any]:
+def mixed_strength(env: str, name: str, seconds: float, root: Path) -> dict[str, Any]:
     """One ``mixed_strength`` figure: ``MIXED_CONFIGS[name]`` on ``env`` for ``seconds``,
     then each learning policy's greedy games against ``STRENGTH_YARDSTICKS[env]``."""
     overrides = [f"env={env}", *MIXED_CONFIGS[name], f"stop.time_s={seconds:g}", "stop.env_steps=0"]
@@ -249,7 +249,7 @@ def main() -> None:
     if args.strength_seconds > 0:
         for env in args.envs:
             for name in ("ppo_vs_dqn", "ppo_vs_dqn_intensity8"):
-                print(json.dumps(dqn_strength(env, name, args.strength_seconds, root)), flush=True)
+                print(json.dumps(mixed_strength(env, name, args.strength_seconds, root)), flush=True)
     if not args.skip_dqn:
         print(json.dumps(dqn_selfplay(args.dqn_minutes, root)), flush=True)
     print(json.dumps({"figure": "bench_composition_wall_s", "seconds": round(time.perf_counter() - start, 1), "run_root": str(root)}))

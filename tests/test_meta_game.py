@@ -285,3 +285,12 @@ def test_payoff_forget_drops_every_record_of_a_player():
     assert table.games("a", "gone") == 0 and table.expected_return("gone", "c") == 0.0
     assert table.games("a", "c") == 1
     assert "gone" not in json.dumps(table.to_dict())
+
+
+def test_spread_maximin_names_a_bad_matrix() -> None:
+    from league.population.matchmaking import spread_maximin
+
+    with pytest.raises(ValueError, match="non-empty 2-D"):
+        spread_maximin(np.zeros(3))
+    with pytest.raises(ValueError, match="non-finite"):
+        spread_maximin(np.array([[0.0, np.nan], [np.nan, 0.0]]))

@@ -206,6 +206,16 @@ class PFSPMatchmaker(Matchmaker):
         return [(player_id, c) for c in ids if c != player_id and not payoff.measured(player_id, c)]
 
 
+def _checked_matrix(payoff_matrix: np.ndarray) -> np.ndarray:
+    """``payoff_matrix`` as float64, or ValueError naming what is wrong with it."""
+    m = np.asarray(payoff_matrix, dtype=np.float64)
+    if m.ndim != 2 or 0 in m.shape:
+        raise ValueError(f"payoff_matrix must be a non-empty 2-D array, got shape {m.shape}")
+    if not np.isfinite(m).all():
+        raise ValueError("payoff_matrix has non-finite entries")
+    return m
+
+
 def solve_zero_sum(payoff_matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
     """Nash equilibrium of the two-player zero-sum matrix game, by linear programming.
 
@@ -213,11 +223,7 @@ def solve_zero_sum(payoff_matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, f
     Returns ``(row_strategy, column_strategy, value)``: mixed strategies that guarantee
     the row player at least ``value`` and the column player at most ``value``.
     """
-    m = np.asarray(payoff_matrix, dtype=np.float64)
-    if m.ndim != 2 or 0 in m.shape:
-        raise ValueError(f"payoff_matrix must be a non-empty 2-D array, got shape {m.shape}")
-    if not np.isfinite(m).all():
-        raise ValueError("payoff_matrix has non-finite entries")
+    m = _checked_matrix(payoff_matrix)
     row, value = _maximin(m)
     column, neg_value = _maximin(-m.T)
     # Both LPs are solved to tolerance; average the two estimates of the same value.
@@ -252,11 +258,7 @@ def least_concentrated_maximin(payoff_matrix: np.ndarray, slack: np.ndarray | fl
     return; with ``slack > 0`` it also treats strategies that are worse by less than the
     slack as equilibria. A strategy the slack cannot save still gets probability 0.
     """
-    m = np.asarray(payoff_matrix, dtype=np.float64)
-    if m.ndim != 2 or 0 in m.shape:
-        raise ValueError(f"payoff_matrix must be a non-empty 2-D array, got shape {m.shape}")
-    if not np.isfinite(m).all():
-        raise ValueError("payoff_matrix has non-finite entries")
+    m = _checked_matrix(payoff_matrix)
     n_rows, n_cols = m.shape
     slack = np.broadcast_to(np.asarray(slack, dtype=np.float64), (n_cols,))
     if not np.isfinite(slack).all() or (slack < 0).any():
@@ -293,7 +295,7 @@ def spread_maximin(payoff_matrix: np.ndarray) -> np.ndarray:
     """
     from scipy.optimize import minimize
 
-    m = np.asarray(payoff_matrix, dtype=np.float64)
+    m = _checked_matrix(payoff_matrix)
     start, value = _maximin(m)
     n_rows = m.shape[0]
     result = minimize(
