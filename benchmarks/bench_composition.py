@@ -6,8 +6,8 @@ overrides printed with each figure), so each figure is reproducible from the com
 Figures (one JSON object per line):
 
 * ``mixed_throughput``, per env (``tictactoe``, ``connect_four``) and config, the configs
-  of one env run back to back in this script (``--order`` alternates them between
-  repeats): ``policies=ppo_vs_dqn`` (a PPO and a DQN policy playing each other), its
+  of one env run back to back in this script (``--repeats`` runs them again, in
+  alternating order): ``policies=ppo_vs_dqn`` (a PPO and a DQN policy playing each other), its
   PPO-only twin ``policies=ppo_vs_ppo`` (the baseline), and the default PPO self-play
   league. Env steps/s after a warm-up (``--warmup-s``), learner updates per second per
   policy (one PPO update = all epochs on one train batch; one DQN update = one gradient
@@ -227,6 +227,9 @@ def main() -> None:
     parser.add_argument("--warmup-s", type=float, default=20.0)
     parser.add_argument("--envs", nargs="+", default=["tictactoe", "connect_four"])
     parser.add_argument("--dqn-minutes", type=float, default=10.0)
+    parser.add_argument("--configs", nargs="+", default=list(MIXED_CONFIGS), choices=list(MIXED_CONFIGS),
+                        help="which mixed_throughput configs to run (ratios need ppo_vs_ppo among them)")
+    parser.add_argument("--repeats", type=int, default=1, help="run each env's configs this many times, alternating")
     parser.add_argument("--skip-mixed", action="store_true")
     parser.add_argument("--skip-dqn", action="store_true")
     parser.add_argument("--strength-seconds", type=float, default=0.0,
@@ -236,16 +239,24 @@ def main() -> None:
     start = time.perf_counter()
     if not args.skip_mixed:
         for env in args.envs:
-            figures = {name: throughput(env, name, args.seconds, args.warmup_s, root) for name in MIXED_CONFIGS}
-            for figure in figures.values():
-                print(json.dumps(figure), flush=True)
-            ppo = figures["ppo_vs_ppo"].get("env_steps_per_s")
+            runs: dict[str, list[dict[str, Any]]] = {name: [] for name in args.configs}
+            for repeat in range(args.repeats):
+                # Alternate the order between repeats so neither config always runs first.
+                for name in args.configs if repeat % 2 == 0 else args.configs[::-1]:
+                    figure = throughput(env, name, args.seconds, args.warmup_s, root / f"r{repeat}")
+                    runs[name].append(figure)
+                    print(json.dumps({**figure, "repeat": repeat}), flush=True)
+            rates = {name: [f["env_steps_per_s"] for f in figures if f.get("env_steps_per_s")] for name, figures in runs.items()}
+            ppo = rates.get("ppo_vs_ppo")
             for name in ("ppo_vs_dqn", "ppo_vs_dqn_intensity8"):
-                mixed = figures[name].get("env_steps_per_s")
-                ratio = round(mixed / ppo, 3) if mixed and ppo else None
-                print(json.dumps({"figure": "mixed_vs_ppo", "env": env, "config": name, "ratio": ratio, "target": TARGET_RATIO,
-                                  "met": ratio is not None and ratio >= TARGET_RATIO}), flush=True)  # fmt: skip
-            print(json.dumps(dqn_learner_bound(env, figures["ppo_vs_dqn_intensity8"], training_intensity=8.0)), flush=True)
+                mixed = rates.get(name)
+                ratio = round(sum(mixed) / sum(ppo), 3) if mixed and ppo and len(mixed) == len(ppo) else None
+                if name in rates:
+                    print(json.dumps({"figure": "mixed_vs_ppo", "env": env, "config": name, "ratio": ratio, "target": TARGET_RATIO,
+                                      "per_repeat": [round(m / p, 3) for m, p in zip(mixed or [], ppo or [])],
+                                      "met": ratio is not None and ratio >= TARGET_RATIO}), flush=True)  # fmt: skip
+            if runs.get("ppo_vs_dqn_intensity8"):
+                print(json.dumps(dqn_learner_bound(env, runs["ppo_vs_dqn_intensity8"][0], training_intensity=8.0)), flush=True)
     if args.strength_seconds > 0:
         for env in args.envs:
             for name in ("ppo_vs_dqn", "ppo_vs_dqn_intensity8"):
