@@ -179,3 +179,75 @@ def test_evaluation_plays_a_list_of_matchups_exactly_once():
     assert len(episodes) == len(pairs) and batch.wraps == 0
     played = sorted((e["policies"]["player_1"], e["policies"]["player_2"]) for e in episodes)
     assert played == sorted(pairs)
+
+
+# Learner threads while the samplers sample ------------------------------------------------
+def test_updates_that_overlap_sampling_get_the_while_sampling_thread_count():
+    # The PPO+DQN mix on connect four ran at 0.72x its PPO-only twin with both policies' updates
+    # on the env file's two threads: DQN trains while the two samplers hold both cores.
+    from league.run.build import make_algorithms, update_threads
+
+    spec = make_env("tictactoe").spec("player_1")
+    learner = {"num_threads": 2, "num_threads_while_sampling": 1}
+    mixed = tiny_run_config(sampler={"mode": "auto", "remote": True}, learner=learner,
+                            policies={"p": {"algo": "ppo"}, "d": {"algo": "dqn"}})  # fmt: skip
+    assert update_threads(mixed, make_algorithms(mixed, spec, ["p", "d"])) == {"p": 2, "d": 1}
+    dqn = tiny_run_config(algo={"name": "dqn", "params": {}}, sampler={"mode": "auto", "remote": True}, learner=learner)
+    assert update_threads(dqn, make_algorithms(dqn, spec, ["main"])) == {"main": 1}  # async: all overlap
+    ppo_async = tiny_run_config(sampler={"mode": "async", "remote": True}, learner=learner)
+    assert update_threads(ppo_async, make_algorithms(ppo_async, spec, ["main"])) == {"main": 1}
+    in_process = tiny_run_config(sampler={"mode": "auto", "remote": False}, learner=learner,
+                                 policies={"p": {"algo": "ppo"}, "d": {"algo": "dqn"}})  # fmt: skip
+    assert update_threads(in_process, make_algorithms(in_process, spec, ["p", "d"])) == {"p": 2, "d": 2}  # nothing overlaps
+    unset = tiny_run_config(sampler={"mode": "auto", "remote": True}, learner={"num_threads": 2},
+                            policies={"p": {"algo": "ppo"}, "d": {"algo": "dqn"}})  # fmt: skip
+    assert update_threads(unset, make_algorithms(unset, spec, ["p", "d"])) == {"p": 2, "d": 2}
+
+
+def _ppo_rows(rows: int) -> Any:
+    import numpy as np
+
+    from league.batch import Columns as C
+    from league.batch import SampleBatch
+
+    rng = np.random.default_rng(0)
+    return SampleBatch({
+        C.OBS: (rng.random((rows, 6, 7, 2)) < 0.3).astype(np.float32), C.ACTIONS: np.full(rows, 3, np.int64),
+        C.ACTION_MASK: np.ones((rows, 7), np.float32), C.ACTION_LOGP: np.full(rows, np.log(1 / 7), np.float32),
+        C.VF_PREDS: np.zeros(rows, np.float32), C.ADVANTAGES: rng.normal(size=rows).astype(np.float32),
+        C.VALUE_TARGETS: rng.normal(size=rows).astype(np.float32),
+    })  # fmt: skip
+
+
+def test_a_policy_updates_with_its_own_thread_count_and_puts_the_process_count_back():
+    import torch
+
+    from league.batch import MultiAgentBatch
+
+    seen: dict[str, int] = {}
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        learner = Learner()
+        for pid, threads in (("two", 2), ("own", None)):
+            algo = make_algorithm("ppo", _spec(), {"model": "mlp", "minibatch_size": 8, "num_epochs": 1})
+            real = algo.learn
+            algo.learn = lambda state, rows, pid=pid, real=real: (seen.__setitem__(pid, torch.get_num_threads()), real(state, rows))[1]
+            learner.add_policy(pid, algo, num_threads=threads)
+        for pid in ("two", "own"):
+            learner.learn_on_batch(MultiAgentBatch({pid: _ppo_rows(16)}, 16))
+            assert torch.get_num_threads() == 1
+        assert seen == {"two": 2, "own": 1}
+        with pytest.raises(ValueError, match="num_threads must be an integer >= 1"):
+            learner.add_policy("bad", make_algorithm("ppo", _spec(), {}), num_threads=0)
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_learner_config_checks_the_while_sampling_thread_count():
+    from league.learn.placement import LearnerConfig
+
+    assert LearnerConfig(num_threads_while_sampling=None).num_threads_while_sampling is None
+    for bad in (0, 1.5, True):
+        with pytest.raises(ValueError, match="num_threads_while_sampling must be an integer >= 1"):
+            LearnerConfig(num_threads_while_sampling=bad)

@@ -29,9 +29,10 @@ old ones produced.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import threading
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
@@ -53,7 +54,9 @@ class Learner:
 
     ``stack_same_shaped``: update stackable same-shaped policies together (results equal
     the one-by-one update up to float rounding). ``overlap_streams``: on CUDA, update the
-    remaining policies concurrently on separate streams (ignored on CPU).
+    remaining policies concurrently on separate streams (ignored on CPU). ``num_threads``:
+    the process's torch CPU threads (None: left as they are); a policy added with its own
+    ``num_threads`` is updated with that many instead.
     """
 
     def __init__(
@@ -81,6 +84,7 @@ class Learner:
         self.overlap_streams = overlap_streams and self.device.type == "cuda"
         self._policies: dict[str, PolicyState] = {}
         self._algorithms: dict[str, Algorithm] = {}
+        self._threads: dict[str, int] = {}  # policies updated with their own CPU thread count
         self._pool: ThreadPoolExecutor | None = None
         self._streams: list[Any] = []
         # Re-entrant: public methods call each other (set_weights -> _require...).
@@ -97,19 +101,27 @@ class Learner:
         weights: dict[str, np.ndarray] | None = None,
         frozen: bool = False,
         seed_offset: int | None = None,
+        num_threads: int | None = None,
     ) -> None:
         """Host a new policy; ``frozen`` ones get no optimiser and serve inference only (league snapshots).
 
         The policy's initial weights and RNG derive from ``(learner seed, seed_offset)``;
         ``seed_offset`` defaults to the number of policies added so far (a LearnerGroup
-        passes its own count, so placement does not change seeds).
+        passes its own count, so placement does not change seeds). ``num_threads``: the
+        torch CPU threads its updates run with (None: the learner's), e.g. one thread for
+        an off-policy learner that trains while samplers use the other cores, and more for
+        an on-policy update the samplers wait for.
         """
         if not isinstance(policy_id, str) or not policy_id:
             raise TypeError(f"policy_id must be a non-empty str, got {policy_id!r}")
         if not isinstance(algorithm, Algorithm):
             raise TypeError(f"policy '{policy_id}': algorithm must be an Algorithm, got {type(algorithm).__name__}")
+        if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1):
+            raise ValueError(f"policy '{policy_id}': num_threads must be an integer >= 1 or None, got {num_threads!r}")
         with self._lock:
             self._add_policy(policy_id, algorithm, weights, frozen, seed_offset)
+            if num_threads is not None:
+                self._threads[policy_id] = num_threads
 
     def _add_policy(
         self, policy_id: str, algorithm: Algorithm, weights: dict[str, np.ndarray] | None, frozen: bool, seed_offset: int | None
@@ -141,6 +153,7 @@ class Learner:
         with self._lock:
             self._require(policy_id)
             del self._policies[policy_id], self._algorithms[policy_id]
+            self._threads.pop(policy_id, None)
 
     def policy_ids(self) -> list[str]:
         """Hosted policy ids, in insertion order."""
@@ -174,10 +187,11 @@ class Learner:
             groups = self._stack_groups(todo, rows) if self.stack_same_shaped else []
             stacked = {pid for group in groups for pid in group}
             stats: Stats = {}
-            for group in groups:
-                stats.update(self._learn_stacked(group, rows))
-            rest = [pid for pid in todo if pid not in stacked]
-            stats.update(self._run_each(rest, lambda pid: self._algorithms[pid].learn(self._policies[pid], rows[pid])))
+            with self._cpu_threads(todo):
+                for group in groups:
+                    stats.update(self._learn_stacked(group, rows))
+                rest = [pid for pid in todo if pid not in stacked]
+                stats.update(self._run_each(rest, lambda pid: self._algorithms[pid].learn(self._policies[pid], rows[pid])))
             for pid in todo:
                 self._policies[pid].num_updates += 1
                 self._advance_version(pid)
@@ -379,6 +393,21 @@ class Learner:
                 if self._require(pid).frozen:
                     raise ValueError(f"policy '{pid}' is frozen: it serves inference only and is not trained")
         return [pid for pid in wanted if pid in batch.policy_batches and len(batch[pid]) > 0]
+
+    @contextlib.contextmanager
+    def _cpu_threads(self, pids: list[str]) -> Iterator[None]:
+        """Run the block with the policies' own CPU thread count (the most any of them asks
+        for), then put the process's count back; a no-op unless one of them has its own."""
+        wanted = max((self._threads[pid] for pid in pids if pid in self._threads), default=None)
+        before = torch.get_num_threads()
+        if self.device.type != "cpu" or wanted is None or wanted == before:
+            yield
+            return
+        torch.set_num_threads(wanted)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(before)
 
     def _stack_key(self, pid: str, batch: SampleBatch) -> Hashable | None:
         algo, state = self._algorithms[pid], self._policies[pid]

@@ -47,10 +47,18 @@ class LearnerConfig:
     names (the others are balanced). ``on_failure`` is what the trainer does when a
     learner actor dies: ``"restore"`` its policies from the last checkpoint and go on, or
     ``"stop"`` the run. Validated on construction.
+
+    ``num_threads`` is the learner's torch CPU threads. ``num_threads_while_sampling``
+    (None: the same), for the in-process learner beside Ray samplers, is what a policy's
+    updates get when they run while the samplers sample (every update in ``async`` mode,
+    an off-policy policy's in a ``bulk_sync`` mix): there the samplers hold the other
+    cores, and more threads than free cores slow every process down. ``num_threads`` is
+    then what the updates the samplers wait for get (an on-policy policy's in ``bulk_sync``).
     """
 
     device: str = "cpu"
     num_threads: int = 1
+    num_threads_while_sampling: int | None = None
     num_learners: int = 1
     num_cpus_per_learner: float = 1.0
     num_gpus_per_learner: float = 0.0
@@ -67,8 +75,10 @@ class LearnerConfig:
         kind = self.device.split(":")[0] if isinstance(self.device, str) else None
         if kind not in ("cpu", "cuda"):
             raise ValueError(f"learner.device must be 'cpu', 'cuda' or 'cuda:N', got {self.device!r}")
-        for name in ("num_threads", "num_learners"):
+        for name in ("num_threads", "num_learners", "num_threads_while_sampling"):
             value = getattr(self, name)
+            if name == "num_threads_while_sampling" and value is None:
+                continue
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"learner.{name} must be an integer >= 1, got {value!r}")
         if not _is_number(self.num_cpus_per_learner) or self.num_cpus_per_learner < 0:

@@ -37,6 +37,7 @@ __all__ = [
     "make_algorithms",
     "uses_ray",
     "make_learner",
+    "update_threads",
     "make_samplers",
     "load_samplers",
     "sampling_mode",
@@ -113,10 +114,28 @@ def make_learner(cfg: RunConfig, algorithms: Mapping[str, Algorithm]) -> Learner
         group = LearnerGroup.from_config(asdict(cfg.learner), seed=cfg.seed, remote=True)
         group.add_policies(dict(algorithms))
         return group
-    learner = Learner(cfg.learner.device, seed=cfg.seed, num_threads=cfg.learner.num_threads, stack_same_shaped=cfg.learner.stack_same_shaped)
+    threads = update_threads(cfg, algorithms)
+    # The process's own count is the smallest: the driver's other work (the plan, the
+    # league) runs while the samplers sample, and the policies that wait for none raise it.
+    learner = Learner(cfg.learner.device, seed=cfg.seed, num_threads=min(threads.values(), default=cfg.learner.num_threads),
+                      stack_same_shaped=cfg.learner.stack_same_shaped)  # fmt: skip
     for pid, algo in algorithms.items():
-        learner.add_policy(pid, algo)
+        learner.add_policy(pid, algo, num_threads=threads[pid])
     return learner
+
+
+def update_threads(cfg: RunConfig, algorithms: Mapping[str, Algorithm]) -> dict[str, int]:
+    """Each learning policy's CPU threads in the in-process learner: ``learner.num_threads``
+    for updates the samplers wait for (an on-policy policy's in ``bulk_sync`` mode, or any
+    update beside in-process samplers, which never sample meanwhile), and
+    ``learner.num_threads_while_sampling`` (when set) for updates that overlap Ray
+    samplers' sampling (every policy's in ``async`` mode, an off-policy one's in a
+    ``bulk_sync`` mix)."""
+    busy = cfg.learner.num_threads_while_sampling
+    if busy is None or not cfg.sampler.remote:
+        return {pid: cfg.learner.num_threads for pid in algorithms}
+    bulk = sampling_mode(cfg, algorithms) == "bulk_sync"
+    return {pid: cfg.learner.num_threads if bulk and algo.max_policy_lag() == 0 else busy for pid, algo in algorithms.items()}
 
 
 def _random_factory(algorithms: Mapping[str, Algorithm]) -> RandomPolicyFactory:
