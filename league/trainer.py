@@ -140,6 +140,7 @@ class Trainer:
         checkpoint = load_resume_checkpoint(cfg.resume, cfg.checkpoint_dir, asdict(cfg), self.algorithms) if cfg.resume else None
         if build.uses_ray(cfg):
             start_ray(cfg.ray)
+            build.check_ray_resources(cfg)
         self.league = make_league(cfg, self.algorithms, spec, agents, remote=cfg.sampler.remote)
         counters: dict[str, int] = {}
         if checkpoint is not None:

@@ -213,3 +213,30 @@ def test_weights_of_another_model_are_refused_by_the_sampler():
 def test_a_mask_row_without_legal_actions_is_refused():
     with pytest.raises(ValueError, match="action mask row 1 has no legal action"):
         masked_uniform_actions(np.array([[1, 0], [0, 0]], np.int8), np.random.default_rng(0))
+
+
+def test_actors_asking_ray_for_more_than_it_has_are_refused_not_left_waiting(monkeypatch):
+    # `league-train learner=cpu_actors` on a 2-core machine hung before its first iteration:
+    # 2 samplers and 2 learner actors at one CPU each, queued by Ray for ever.
+    import sys
+    import types
+    import warnings
+
+    from league.run.build import check_ray_resources
+    from league.runtime.ray_start import RayResourcesError
+    from run_helpers import tiny_run_config
+
+    fake_ray = types.SimpleNamespace(cluster_resources=lambda: {"CPU": 2.0})
+    monkeypatch.setitem(sys.modules, "ray", fake_ray)
+    actors = {"sampler": {"remote": True, "num_samplers": 2, "num_cpus": 1.0}, "learner": {"num_learners": 2, "num_cpus_per_learner": 1.0}}
+    with pytest.raises(RayResourcesError, match=r"ask for 4 CPUs but the cluster has 2 \(2 sampler\(s\).*2 learner\(s\)"):
+        check_ray_resources(tiny_run_config(**actors))
+    gpu = {"sampler": {"remote": True, "num_samplers": 1, "num_cpus": 0.5},
+           "learner": {"device": "cuda", "num_learners": 1, "num_gpus_per_learner": 1.0}}  # fmt: skip
+    with pytest.raises(RayResourcesError, match="ask for 1 GPUs but the cluster has 0"):
+        check_ray_resources(tiny_run_config(**gpu))
+    check_ray_resources(tiny_run_config(sampler={"remote": True, "num_samplers": 2, "num_cpus": 1.0}))  # fits: no error
+    with warnings.catch_warnings(record=True) as caught:  # a joined cluster may still grow: a warning
+        warnings.simplefilter("always")
+        check_ray_resources(tiny_run_config(**actors, ray={"address": "auto"}))
+    assert any("autoscaler" in str(w.message) for w in caught)

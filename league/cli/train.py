@@ -41,6 +41,7 @@ def run_job(values: dict[str, Any], output_dir: str) -> dict[str, Any]:
     Ray starts and before anything is written.
     """
     from league.checkpoint import CheckpointError
+    from league.runtime.ray_start import RayResourcesError
     from league.trainer import Trainer
 
     try:
@@ -55,6 +56,9 @@ def run_job(values: dict[str, Any], output_dir: str) -> dict[str, Any]:
         summary = trainer.train()
     except CheckpointError as err:
         print(f"league-train: cannot resume: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
+    except RayResourcesError as err:
+        print(f"league-train: {err}", file=sys.stderr)
         raise SystemExit(2) from None
     finally:
         trainer.close()

@@ -36,6 +36,7 @@ __all__ = [
     "success_metric",
     "make_algorithms",
     "uses_ray",
+    "check_ray_resources",
     "make_learner",
     "update_threads",
     "make_samplers",
@@ -106,6 +107,26 @@ def _learner_group(cfg: RunConfig) -> bool:
 def uses_ray(cfg: RunConfig) -> bool:
     """Whether the run needs Ray: sampler actors, or learner actors."""
     return cfg.sampler.remote or _learner_group(cfg)
+
+
+def check_ray_resources(cfg: RunConfig) -> None:
+    """Refuse (or, on a joined cluster, warn about) a run whose sampler and learner actors
+    ask Ray for more CPUs or GPUs than it has: they would wait forever (a hang, not an error)."""
+    from league.learn.placement import gpus_needed
+    from league.runtime.ray_start import check_resources
+
+    s, lc = cfg.sampler, cfg.learner
+    cpus = gpus = 0.0
+    parts = []
+    if s.remote:
+        cpus += s.num_samplers * s.num_cpus
+        parts.append(f"{s.num_samplers} sampler(s) x sampler.num_cpus={s.num_cpus:g}")
+    if _learner_group(cfg):
+        cpus += lc.num_learners * lc.num_cpus_per_learner
+        gpus += gpus_needed(lc)
+        parts.append(f"{lc.num_learners} learner(s) x learner.num_cpus_per_learner={lc.num_cpus_per_learner:g}"
+                     + (f", num_gpus_per_learner={lc.num_gpus_per_learner:g}" if lc.num_gpus_per_learner else ""))  # fmt: skip
+    check_resources(cpus, gpus, "; ".join(parts), joined=cfg.ray.address is not None)
 
 
 def make_learner(cfg: RunConfig, algorithms: Mapping[str, Algorithm]) -> Learner | LearnerGroup:
