@@ -3,6 +3,7 @@
 # project's installed environment (no network; Python packages it lacks can come as wheels).
 #
 #   bash scripts/gpu_check.sh [WHEEL_DIR]
+#   LEAGUE_GPU_TESTS=0 LEAGUE_GPU_RUNS="mix8_gpu_steps8 ppo2_gpu" LEAGUE_GPU_SECONDS=45 bash scripts/gpu_check.sh [WHEEL_DIR]   # a subset
 #
 # 1. Builds league._core with CMake against the interpreter's pybind11 (no pip build) and
 #    puts it beside the sources, so the tree runs from PYTHONPATH=. .
@@ -11,7 +12,8 @@
 # 3. Runs the CUDA tests (tests/test_gpu.py and the learner tests' CUDA cases).
 # 4. Trains with the learner on the GPU through league-train (Ray learner actors):
 #    learner=gpu on the default connect-four job; the PPO+DQN mix at DQN's own replay
-#    ratio 8 and its PPO-only twin (bench_composition's pair, on a learner device);
+#    ratio 8 (one gradient step per learner call, then 8) and its PPO-only twin
+#    (bench_composition's pair, on a learner device);
 #    learner=shared_gpu (fractional GPU shares). Prints each run's last metrics row.
 # Outputs go to $OUT when set (the device tool's folder), else to a temporary directory.
 set -uo pipefail
@@ -35,11 +37,15 @@ cmake -S . -B /tmp/league-build -DCMAKE_BUILD_TYPE=Release -DPython_EXECUTABLE="
 cp /tmp/league-cmake.log "$OUT/cmake.log"
 cp /tmp/league-build/_core*.so league/
 
+if [[ "${LEAGUE_GPU_TESTS:-1}" == 1 ]]; then
 echo "== CUDA tests"
 "$PY" -m pytest -q -p no:cacheprovider tests/test_gpu.py tests/test_learner.py -k "cuda or gpu or GPU or device" 2>&1 | tee "$OUT/gpu_tests.log" | tail -25
+fi
 
-run() {  # name, seconds, overrides...
+run() {  # name, seconds, overrides... (LEAGUE_GPU_RUNS="name ...": only those)
   local name="$1" seconds="$2"; shift 2
+  [[ -z "${LEAGUE_GPU_RUNS:-}" || " $LEAGUE_GPU_RUNS " == *" $name "* ]] || return 0
+  seconds="${LEAGUE_GPU_SECONDS:-$seconds}"
   echo "== league-train $* (${seconds} s)"
   timeout $((seconds + 120)) "$PY" -m league.cli.train logging=quiet "stop.time_s=$seconds" \
     "hydra.run.dir=/tmp/league-runs/$name" "$@" >"/tmp/league-runs-$name.log" 2>&1
@@ -62,6 +68,7 @@ mkdir -p /tmp/league-runs
 {
 run c4_gpu 60 learner=gpu
 run mix8_gpu 60 learner=gpu policies=ppo_vs_dqn policies.dqn_0.params.training_intensity=8
+run mix8_gpu_steps8 60 learner=gpu policies=ppo_vs_dqn policies.dqn_0.params.training_intensity=8 +policies.dqn_0.params.steps_per_call=8
 run ppo2_gpu 60 learner=gpu policies=ppo_vs_ppo
 run mix_shared 45 learner=shared_gpu policies=ppo_vs_dqn
 } 2>&1 | tee "$OUT/runs.log"

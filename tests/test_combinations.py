@@ -126,3 +126,26 @@ def test_several_main_agents_per_recipe(recipe, tmp_path):
     trainer, summary = _run(values, tmp_path / "run")
     assert len(trainer.learning) >= 2
     assert {pid.split("@")[0] for pid in summary["snapshots"]} >= set(trainer.learning[:2])
+
+
+@pytest.mark.parametrize("learner", ["in_process", pytest.param("actor", marks=pytest.mark.ray)])
+def test_dqn_takes_several_gradient_steps_per_learner_call(learner, tmp_path, request):
+    # With the learner a Ray actor (learner=gpu), one-step calls paid a round trip per
+    # gradient step; steps_per_call batches them. Counters stay in gradient steps, and the
+    # target refresh still lands every target_update_interval steps.
+    extra: dict[str, Any] = {}
+    if learner == "actor":
+        request.getfixturevalue("ray_session")
+        extra["learner"] = {"num_learners": 2, "num_cpus_per_learner": 0}  # a learner group: Ray actors
+    values = _values("dqn", "selfplay", **extra)
+    values["algo"]["params"].update(steps_per_call=4, target_update_interval=8)
+    trainer, summary = _run(values, tmp_path / "run")
+    _check_run(trainer, summary, tmp_path / "run", "selfplay")
+    assert (type(trainer.learner).__name__ == "LearnerGroup") == (learner == "actor")
+    counters = _rows(tmp_path / "run")[-1]["counters"]
+    steps = counters["num_learner_updates/main"]
+    assert steps > 0 and steps % 4 == 0
+    assert counters["num_train_steps[main]"] == steps
+    assert counters["num_target_updates"] == steps // 8
+    # Rows replayed per row stored stays the configured ratio (within one call's draw).
+    assert counters["num_agent_steps_trained"] <= 2.0 * counters["num_agent_steps_sampled/main"] + 4 * 16

@@ -42,7 +42,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from league.learn.algorithm import PolicyState, add_version_buffer, batch_to_tensors
-from league.algos.off_policy import TARGET_MODEL, TD_ERROR, ReplayAlgorithm
+from league.algos.off_policy import TARGET_MODEL, TD_ERROR, ReplayAlgorithm, check_steps_per_call
 from league.algos.q_models import build_q_model, masked_argmax
 from league.algos.q_policy import EpsilonGreedyQPolicy
 from league.algos.schedules import LinearSchedule, Schedule
@@ -86,6 +86,10 @@ class DQNConfig:
     replay_seed: int | None = None
     target_update_interval: int = 500
     tau: float = 1.0
+    # Gradient steps per learner call: the replay draws this many batches at once and the
+    # learner takes them as consecutive steps. 1 in-process; more where each call is a Ray
+    # round trip (learner=gpu, learner actors). A multiple of it must be target_update_interval.
+    steps_per_call: int = 1
     epsilon_start: float = 1.0
     epsilon_final: float = 0.05
     epsilon_steps: int = 10_000
@@ -108,6 +112,7 @@ class DQNConfig:
                 raise ValueError(f"dqn.{name} must lie in [0, 1], got {getattr(self, name)}")
         if not 0 < self.tau <= 1:
             raise ValueError(f"dqn.tau must lie in (0, 1], got {self.tau}")
+        check_steps_per_call("dqn", self.steps_per_call, self.target_update_interval)
         if self.loss not in ("huber", "mse"):
             raise ValueError(f"dqn.loss must be 'huber' or 'mse', got {self.loss!r}")
         if self.max_grad_norm is not None and not self.max_grad_norm > 0:
@@ -145,7 +150,7 @@ class DQN(ReplayAlgorithm):
         return EpsilonGreedyQPolicy(self.make_model(), self.epsilon_schedule(), learns=learns, seed=seed)
 
     # Learner side ---------------------------------------------------------------
-    def learn(self, state: PolicyState, batch: SampleBatch) -> dict[str, Any]:
+    def learn_step(self, state: PolicyState, batch: SampleBatch) -> dict[str, Any]:
         """One gradient step on the (importance-weighted) TD loss of ``batch``.
 
         Statistics are floats, plus ``td_error`` (float32 ``[B]`` numpy array of ``|TD error|``)

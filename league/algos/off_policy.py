@@ -10,9 +10,14 @@
 * the plan (:meth:`~ReplayAlgorithm.plan_fragment`): a store branch and a replay branch
   taking turns, replaying ``training_intensity`` rows per stored row.
 
+A learner call may take several gradient steps (``steps_per_call``): the replay branch
+draws that many batches as one, and :meth:`~ReplayAlgorithm.learn` runs the subclass's
+one-step ``learn_step`` on each in turn. Where the learner is a Ray actor (``learner=gpu``)
+each call is a round trip, which one-step calls pay per gradient step.
+
 The config must have ``gamma``, ``n_step``, ``buffer_size``, ``learning_starts``,
-``train_batch_size``, ``training_intensity``, ``target_update_interval``, ``tau`` and
-``replay_seed``; with ``prioritized_replay`` also ``alpha``, ``beta``, ``beta_final``,
+``train_batch_size``, ``training_intensity``, ``target_update_interval``, ``tau``,
+``steps_per_call`` and ``replay_seed``; with ``prioritized_replay`` also ``alpha``, ``beta``, ``beta_final``,
 ``beta_steps`` and ``priority_eps``.
 """
 
@@ -39,16 +44,58 @@ if TYPE_CHECKING:
     from league.flow.iterators import LocalIterator
     from league.runtime.faces import LearnerHandle
 
-__all__ = ["ReplayAlgorithm", "TARGET_MODEL", "TD_ERROR"]
+__all__ = ["ReplayAlgorithm", "TARGET_MODEL", "TD_ERROR", "GRADIENT_STEPS", "check_steps_per_call"]
 
 #: ``state.extra`` key of the target network.
 TARGET_MODEL = "target_model"
 #: Statistics key of the per-row ``|TD error|`` array that ``UpdatePriorities`` writes back.
 TD_ERROR = "td_error"
+#: Statistics key of the gradient steps one learner call took (``TrainOneStep`` counts them).
+GRADIENT_STEPS = "gradient_steps"
+
+
+def check_steps_per_call(algo: str, steps_per_call: int, target_update_interval: int) -> None:
+    """Config check: ``steps_per_call`` is an integer >= 1 dividing ``target_update_interval``
+    (the plan refreshes the target between calls, so the refresh lands on its step exactly)."""
+    if isinstance(steps_per_call, bool) or not isinstance(steps_per_call, int) or steps_per_call < 1:
+        raise ValueError(f"{algo}.steps_per_call must be an integer >= 1, got {steps_per_call!r}")
+    if target_update_interval % steps_per_call:
+        raise ValueError(
+            f"{algo}.target_update_interval ({target_update_interval}) must be a multiple of {algo}.steps_per_call "
+            f"({steps_per_call}): the target network is refreshed between learner calls"
+        )
 
 
 class ReplayAlgorithm(Algorithm):
-    """Base of off-policy algorithms trained from a replay buffer (see the module docstring)."""
+    """Base of off-policy algorithms trained from a replay buffer (see the module docstring).
+
+    Subclasses implement ``learn_step(state, batch)``: one gradient step, returning float
+    statistics (and DQN's per-row ``td_error`` array).
+    """
+
+    def learn_step(self, state: PolicyState, batch: SampleBatch) -> dict[str, Any]:
+        """One gradient step on ``batch`` (the subclass's loss)."""
+        raise NotImplementedError
+
+    def learn(self, state: PolicyState, batch: SampleBatch) -> dict[str, Any]:
+        """``steps_per_call`` gradient steps, one per consecutive equal slice of ``batch``.
+
+        Statistics are the steps' means, ``td_error`` arrays joined in row order (so they
+        line up with the batch's replay indexes), and ``gradient_steps``.
+        """
+        steps = self.config.steps_per_call
+        if steps == 1:
+            return {**self.learn_step(state, batch), GRADIENT_STEPS: 1.0}
+        if len(batch) % steps:
+            raise ValueError(f"{self.name}: a batch of {len(batch)} rows does not split into steps_per_call={steps} equal steps")
+        size = len(batch) // steps
+        results = [self.learn_step(state, batch[np.arange(i * size, (i + 1) * size)]) for i in range(steps)]
+        out: dict[str, Any] = {}
+        for key, first in results[0].items():
+            values = [r[key] for r in results]
+            out[key] = np.concatenate(values) if isinstance(first, np.ndarray) else float(np.mean(values))
+        out[GRADIENT_STEPS] = float(steps)
+        return out
 
     def postprocess_trajectory(self, traj: SampleBatch, next_step: Mapping[str, np.ndarray] | None) -> SampleBatch:
         """Adds each row's successor state, ``next_obs`` and ``next_action_mask`` (zeros and
@@ -114,13 +161,14 @@ class ReplayAlgorithm(Algorithm):
             learner=learner, version_column=WEIGHTS_VERSION,
         )
         store = rollouts.for_each(SelectExperiences(policy_ids)).for_each(StoreToReplayBuffer(replay_view))
-        replay = Replay(replay_view, cfg.train_batch_size).for_each(TrainOneStep(FreshRowsLearner(learner), policy_ids))
+        # steps_per_call batches drawn as one; the learner splits them into its steps.
+        replay = Replay(replay_view, cfg.train_batch_size * cfg.steps_per_call).for_each(TrainOneStep(FreshRowsLearner(learner), policy_ids))
         if prioritized:
             replay = replay.for_each(UpdatePriorities(buffer, policy_ids, cfg.priority_eps, stats_key=TD_ERROR))
         # A counter of this fragment's own: plan-wide trained-step counters also count
         # other policies' fragments when several run in one plan.
         counter = f"num_train_steps[{','.join(policy_ids)}]"
-        replay = replay.for_each(CountTrainSteps(counter)).for_each(
+        replay = replay.for_each(CountTrainSteps(counter, cfg.steps_per_call)).for_each(
             UpdateTargetNetwork(learner, policy_ids, cfg.target_update_interval, counter=counter)
         )
         return Concurrently(

@@ -35,7 +35,7 @@ from torch import nn
 
 from league.learn.algorithm import PolicyState, adam, add_version_buffer, batch_to_tensors
 from league.algos.distributions import DiagGaussian
-from league.algos.off_policy import TARGET_MODEL, ReplayAlgorithm
+from league.algos.off_policy import TARGET_MODEL, ReplayAlgorithm, check_steps_per_call
 from league.algos.torch_policy import ActorCriticPolicy
 from league.batch import Columns as C
 from league.batch import SampleBatch
@@ -61,6 +61,7 @@ class SACConfig:
     n_step: int = 1
     tau: float = 0.005
     target_update_interval: int = 1  # gradient steps between Polyak updates
+    steps_per_call: int = 1  # gradient steps per learner call (as DQN's; target_update_interval a multiple of it)
     initial_alpha: float = 1.0
     autotune_alpha: bool = True
     target_entropy: float | None = None  # None: -(action dimensions)
@@ -81,6 +82,7 @@ class SACConfig:
             raise ValueError(f"sac.gamma must lie in [0, 1] and sac.tau in (0, 1], got {self.gamma}, {self.tau}")
         if self.learning_starts < 0:
             raise ValueError(f"sac.learning_starts must be >= 0, got {self.learning_starts}")
+        check_steps_per_call("sac", self.steps_per_call, self.target_update_interval)
 
 
 def _mlp(sizes: Sequence[int]) -> nn.Sequential:
@@ -185,7 +187,7 @@ class SAC(ReplayAlgorithm):
                  "alpha_loss": alpha_loss.item(), "entropy": -logp.mean().item(), "mean_q": q1.mean().item()}
         return loss, stats
 
-    def learn(self, state: PolicyState, batch: SampleBatch) -> dict[str, float]:
+    def learn_step(self, state: PolicyState, batch: SampleBatch) -> dict[str, float]:
         """One gradient step on a replayed batch (n-step columns from the replay writer)."""
         model, cfg = state.model, self.config
         t = batch_to_tensors(batch, [C.OBS, C.ACTIONS, N_STEP_RETURNS, DISCOUNTS, C.NEXT_OBS], next(model.parameters()).device)

@@ -170,14 +170,19 @@ class UpdatePriorities(Operator):
 
 
 class CountTrainSteps(Operator):
-    """Adds 1 to the plan counter ``counter`` per item and passes the item on."""
+    """Adds ``steps_per_item`` (the gradient steps of one learner call) to the plan counter
+    ``counter`` per item and passes the item on."""
 
-    def __init__(self, counter: str) -> None:
+    def __init__(self, counter: str, steps_per_item: int = 1) -> None:
+        if isinstance(steps_per_item, bool) or not isinstance(steps_per_item, int) or steps_per_item < 1:
+            raise ValueError(f"CountTrainSteps steps_per_item must be an integer >= 1, got {steps_per_item!r}")
         self.counter = counter
+        self.steps_per_item = steps_per_item
 
     def describe(self) -> str:
-        return f"CountTrainSteps({self.counter!r})"
+        per = "" if self.steps_per_item == 1 else f", steps_per_item={self.steps_per_item}"
+        return f"CountTrainSteps({self.counter!r}{per})"
 
     def __call__(self, item: Any, metrics: PlanMetrics) -> Any:
-        metrics.counters[self.counter] += 1
+        metrics.counters[self.counter] += self.steps_per_item
         return item

@@ -117,8 +117,10 @@ class TrainOneStep(Operator):
         stats = _record_stats(stats, metrics, self.learner, "learn_on_batch")
         metrics.counters[NUM_ENV_STEPS_TRAINED] += batch.env_steps
         metrics.counters[NUM_AGENT_STEPS_TRAINED] += _agent_steps(batch, self.policy_ids)
-        for pid in stats:  # learner updates per policy: one per call (a PPO batch, a DQN step)
-            metrics.counters[f"{NUM_LEARNER_UPDATES}/{pid}"] += 1
+        for pid, policy_stats in stats.items():
+            # Learner updates per policy: a PPO batch, or a DQN gradient step (a call may take several).
+            steps = policy_stats.get("gradient_steps", 1) if isinstance(policy_stats, dict) else 1
+            metrics.counters[f"{NUM_LEARNER_UPDATES}/{pid}"] += int(steps)
         return TrainResult(batch, stats)
 
 

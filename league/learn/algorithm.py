@@ -15,6 +15,7 @@ version a model's weights carry (see :mod:`league.learn.staleness`).
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from dataclasses import dataclass, field
 from abc import abstractmethod
 from collections.abc import Hashable, Mapping, Sequence
@@ -76,7 +77,13 @@ def batch_to_tensors(batch: SampleBatch, names: list[str], device: torch.device)
     """Columns as tensors on ``device`` (zero-copy on CPU; one pinned, non-blocking copy on GPU)."""
     out = {}
     for n in names:
-        t = torch.from_numpy(np.ascontiguousarray(batch[n]))
+        column = np.ascontiguousarray(batch[n])
+        if column.flags.writeable:
+            t = torch.from_numpy(column)
+        else:  # a learner actor's batch is a read-only view of Ray's object store; learners only read it
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+                t = torch.from_numpy(column)
         # A non-blocking copy only overlaps when the source is pinned; otherwise it syncs.
         out[n] = t.pin_memory().to(device, non_blocking=True) if device.type == "cuda" else t.to(device)
     return out
