@@ -114,11 +114,12 @@ def test_killed_learner_is_named_then_restored_from_saved_states(ray_session):
         resources = ray.get(group.learners[1].__ray_call__.remote(lambda _: ray.get_runtime_context().get_assigned_resources()))
         assert resources.get("CPU") == 0.5  # the replacement asked for what the original did
 
-        # Learning continues exactly as from the saved states (optimiser, counters and RNG included).
+        # Learning continues exactly as from the saved states (optimiser, counters and RNG
+        # included), its versions above the 2 the lost learner handed out.
         reference = Learner(seed=7)
         for pid in "bc":
             reference.add_policy(pid, algos[pid])
-            reference.set_state(pid, states[pid])
+            reference.set_state(pid, states[pid], min_version=3)
         batch = batch_for(pids, 4)
         assert set(group.learn_on_batch(batch)) == set(pids)
         reference.learn_on_batch(batch.select(["b", "c"]))
@@ -303,3 +304,22 @@ def test_trainer_survives_or_stops_on_a_learner_actor_killed_mid_run(ray_session
                 np.testing.assert_array_equal(sampler_w[pid][k], v)
     finally:
         trainer.close()
+
+
+def test_a_replaced_learner_starts_above_every_version_the_lost_one_handed_out():
+    # The restored checkpoint is at version 1, the lost learner had reached 3: rows it stamped
+    # 2 and 3 (still in samplers, replay or a half-full train batch) must not pass for the
+    # restored lineage's versions 2 and 3 after two more updates.
+    group = LearnerGroup.from_config({"num_learners": 2, "assignment": {"a": 0, "b": 1}}, seed=5, remote=False)
+    group.add_policies({"a": ppo(), "b": ppo(8)})
+    group.learn_on_batch(batch_for(["b"], 1))
+    state = group.get_state("b")
+    assert group.policy_versions(["b"])["b"][0] == 1
+    for seed in (2, 3):
+        group.learn_on_batch(batch_for(["b"], seed))
+    group.get_weights(["b"])  # version 3 handed out to samplers
+    group.replace_learner(1, {"b": state})
+    version, epoch = group.policy_versions(["b"])["b"]
+    assert version == epoch == 4
+    group.learn_on_batch(batch_for(["b"], 4))
+    assert group.policy_versions(["b"])["b"] == (5, 4)

@@ -292,17 +292,20 @@ class Learner:
         )
         return buf.getvalue()
 
-    def set_state(self, policy_id: str, state: bytes) -> None:
+    def set_state(self, policy_id: str, state: bytes, min_version: int | None = None) -> None:
         """Restore :meth:`get_state` output; loads with ``weights_only=True`` (no code execution).
 
         The restored weights start a new epoch (see :meth:`_start_epoch`): rows the
-        policy's previous weights produced are not theirs to learn from.
+        policy's previous weights produced are not theirs to learn from. ``min_version``:
+        the epoch starts at no lower version; a learner that replaces a lost one passes
+        one above every version the lost one handed out, so none of its rows still on
+        the way can pass for the restored weights' own.
         """
         data = torch.load(io.BytesIO(state), map_location=self.device, weights_only=True)
         with self._lock:
-            self._set_state(policy_id, data)
+            self._set_state(policy_id, data, min_version)
 
-    def _set_state(self, policy_id: str, data: dict[str, Any]) -> None:
+    def _set_state(self, policy_id: str, data: dict[str, Any], min_version: int | None = None) -> None:
         hosted = self._require(policy_id)
         pristine = self._pristine(policy_id)
         hosted.model.load_state_dict(data["model"])
@@ -315,7 +318,7 @@ class Learner:
             module = hosted.extra.get(name)
             if isinstance(module, torch.nn.Module):
                 module.load_state_dict(module_state)
-        self._start_epoch(policy_id, read_version(hosted.model), pristine)
+        self._start_epoch(policy_id, read_version(hosted.model), pristine, min_version)
 
     # Versions -------------------------------------------------------------------
     def _advance_version(self, policy_id: str) -> None:
@@ -329,7 +332,7 @@ class Learner:
         hosted = self._policies[policy_id]
         return hosted.weights_version == hosted.weights_epoch == hosted.num_updates == 0
 
-    def _start_epoch(self, policy_id: str, loaded: int | None, pristine: bool) -> None:
+    def _start_epoch(self, policy_id: str, loaded: int | None, pristine: bool, min_version: int | None = None) -> None:
         """Weights just replaced from outside begin a new epoch at a version no row has yet.
 
         The new version is ``max(current + 1, loaded)``: above every version this learner
@@ -339,10 +342,13 @@ class Learner:
         policy (see :meth:`_pristine`) takes the loaded version as it is, 0 included:
         its creation weights made no rows of a lineage that the loaded weights could be
         confused with, short of a sampler that acted with them before the load.
+        ``min_version`` (see :meth:`set_state`) raises the start further.
         """
         hosted = self._policies[policy_id]
         loaded = loaded or 0
         version = loaded if pristine else max(hosted.weights_version + 1, loaded)
+        if min_version is not None:
+            version = max(version, int(min_version))
         hosted.weights_version = hosted.weights_epoch = version
         write_version(hosted.model, version)
 

@@ -30,6 +30,7 @@ from league.runtime.actors import submit
 from league.learn.learner import Learner
 from league.learn.recovery import LearnerDied, check_states, gather, kill_learner
 from league.runtime.faces import LearnerHandle, Weights
+from league.sampling.versioning import WEIGHTS_VERSION
 
 __all__ = ["LearnerConfig", "resource_requests", "gpus_needed", "assign_policies", "LearnerGroup"]
 
@@ -201,6 +202,7 @@ class LearnerGroup:
         self._sizes: dict[str, int] = {}
         self._algorithms: dict[str, Algorithm] = {}
         self._frozen: set[str] = set()
+        self._versions_seen: dict[str, int] = {}  # highest weights version seen leaving a learner, per policy
         self._num_added = 0
         self._mapping_checked = False
 
@@ -294,7 +296,11 @@ class LearnerGroup:
     # Training -----------------------------------------------------------------
     def learn_on_batch(self, batch: MultiAgentBatch, policy_ids: list[str] | None = None, **kwargs: Any) -> dict[str, dict[str, float]]:
         """Each learner trains its policies on its part of ``batch``, all in parallel; merged stats."""
-        return self._fan_out("learn_on_batch", batch, policy_ids, **kwargs)
+        stats = self._fan_out("learn_on_batch", batch, policy_ids, **kwargs)
+        for pid, policy_stats in stats.items():
+            if isinstance(policy_stats, Mapping) and "weights_version" in policy_stats:
+                self._note_version(pid, int(policy_stats["weights_version"]))
+        return stats
 
     def compute_gradients(
         self, batch: MultiAgentBatch, policy_ids: list[str] | None = None, drop_stale_rows: bool = False
@@ -314,13 +320,25 @@ class LearnerGroup:
     def policy_versions(self, policy_ids: list[str] | None = None) -> dict[str, tuple[int, int]]:
         """Each policy's ``(weights version, epoch)`` (see :meth:`Learner.policy_versions`)."""
         ids = self.policy_ids() if policy_ids is None else list(policy_ids)
-        return self._per_learner("policy_versions", dict.fromkeys(ids), pass_ids=True)
+        versions = self._per_learner("policy_versions", dict.fromkeys(ids), pass_ids=True)
+        for pid, (version, _epoch) in versions.items():
+            self._note_version(pid, int(version))
+        return versions
+
+    def _note_version(self, pid: str, version: int) -> None:
+        """Remember the highest weights version of ``pid`` seen leaving a learner."""
+        if version > self._versions_seen.get(pid, -1):
+            self._versions_seen[pid] = version
 
     # Weights and state --------------------------------------------------------
     def get_weights(self, policy_ids: list[str] | None = None) -> dict[str, dict[str, np.ndarray]]:
         """Numpy state dicts per policy, fetched from the learners in parallel."""
         ids = self.policy_ids() if policy_ids is None else list(policy_ids)
         merged = self._per_learner("get_weights", dict.fromkeys(ids), pass_ids=True)
+        for pid in ids:  # the versions samplers may act with, and so stamp on rows
+            version = merged[pid].get(WEIGHTS_VERSION)
+            if version is not None:
+                self._note_version(pid, int(np.asarray(version)))
         return {pid: merged[pid] for pid in ids}
 
     def set_weights(self, weights: dict[str, dict[str, np.ndarray]]) -> None:
@@ -343,8 +361,9 @@ class LearnerGroup:
         shares; same seed); its policies are added again in their order, with their
         algorithms, frozen flags and seed offsets, and each then loads ``states[pid]``
         (``Learner.get_state`` bytes: weights, optimiser, update count, RNG, target
-        networks). States of policies hosted elsewhere are ignored, so a checkpoint's
-        whole ``learner_states`` can be passed. The old actor is killed first (freeing
+        networks), its epoch starting above every version of it this group saw leave the
+        lost learner (weights fetched, updates, version queries). States of policies
+        hosted elsewhere are ignored, so a checkpoint's whole ``learner_states`` can be passed. The old actor is killed first (freeing
         its resources); if the new one fails, it is killed too, the error is raised and
         learner ``index`` stays dead.
         """
@@ -359,7 +378,9 @@ class LearnerGroup:
         new = self._make_learner(index)
         try:
             pending = [submit(new, "add_policy", p, self._algorithms[p], None, p in self._frozen, self._offsets[p]) for p in pids]
-            pending += [submit(new, "set_state", p, states[p]) for p in pids]
+            # Above every version the lost learner handed out: its rows still on the way
+            # (in samplers, replay, a half-full train batch) fall below the new epoch.
+            pending += [submit(new, "set_state", p, states[p], self._versions_seen.get(p, -1) + 1) for p in pids]
             gather(pending, {index: new}, [index] * len(pending), self.policies_on)
         except BaseException:
             kill_learner(new)
