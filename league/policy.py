@@ -113,6 +113,10 @@ class Policy(ABC):
     def set_weights(self, weights: dict[str, np.ndarray]) -> None:
         """Load parameters produced by :meth:`get_weights`."""
 
+    def reset_exploration(self) -> None:
+        """Start exploring as a fresh policy would (its player was reset to its initial
+        state); a no-op for policies whose exploration does not change over time."""
+
 
 class RandomPolicy(Policy):
     """Uniformly random legal actions: the evaluation yardstick.

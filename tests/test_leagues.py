@@ -257,3 +257,30 @@ def test_exact_meta_strategy_finds_the_equilibrium_member_of_a_population():
     assert cfr_value < 0.02
     assert exact.meta_strategy_exploitability(frozen, payoff) <= cfr_value + 0.02
     assert exploitability(game, members["uniform"]) == pytest.approx(0.4583, abs=1e-3)
+
+
+def test_a_reset_dqn_exploiter_explores_again_from_its_schedule_start(tmp_path):
+    # Reset to its initial weights, the exploiter used to keep exploring at the epsilon its
+    # trained predecessor had reached on each sampler (the schedule counted on).
+    values = {
+        "env": {"name": "tictactoe"},
+        "algo": {"name": "dqn", "params": {"train_batch_size": 16, "learning_starts": 32, "training_intensity": 1.0,
+                                           "epsilon_steps": 200, "target_update_interval": 50}},
+        "league": {"recipe": "alphastar", "snapshot_steps": 300, "num_main_exploiters": 1, "num_league_exploiters": 0},
+        "sampler": {"remote": False, "num_samplers": 1, "num_envs": 4, "fragment_length": 16, "num_cpus": 0, "mode": "bulk_sync"},
+        "eval": {"interval": 0}, "iteration": {"min_env_steps": 0},
+        "stop": {"iterations": 4, "time_s": 0, "env_steps": 0}, "logging": {"tensorboard": False}, "verbose": False,
+    }  # fmt: skip
+    trainer = Trainer(parse_run_config(values), tmp_path)
+    trainer.setup()
+    policy = trainer.samplers[0]._policies["main_exploiter"]
+    seen = []
+    for _ in range(300):
+        trainer.step(0.0)
+        seen.append(policy.epsilon)
+        if "main_exploiter@v0" in trainer.league.frozen_weights():
+            break
+    trainer.close()
+    assert "main_exploiter@v0" in trainer.league.frozen_weights()
+    assert min(seen[:-1]) < 1.0  # it had explored less and less before its snapshot...
+    assert seen[-1] == 1.0  # ...and starts again from the schedule's start after its reset

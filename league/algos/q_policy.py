@@ -47,6 +47,10 @@ class EpsilonGreedyQPolicy(Policy):
         self.steps = 0  # rows acted on with explore=True
         self._rng = np.random.default_rng(seed)
 
+    def reset_exploration(self) -> None:
+        """Epsilon from the schedule's start again (its player was reset to its initial state)."""
+        self.steps = 0
+
     @property
     def epsilon(self) -> float:
         """The exploration rate the next exploring call will use."""

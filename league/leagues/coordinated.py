@@ -188,6 +188,10 @@ class CoordinatedLeague(TrainingLeague):
         if resets:
             weights = learner.get_weights([a.player_id for a in resets])
             resolve_lenient([submit(s, "set_weights", weights) for s in samplers], samplers)
+            # A player back at its initial state explores as a fresh one (DQN's epsilon from its start).
+            fresh = [a.player_id for a in resets if a.source_id is None]
+            if fresh:
+                resolve_lenient([submit(s, "reset_exploration", fresh) for s in samplers], samplers)
         if actions or iteration % self.save_every == 0:
             self._save()
         self._view = self._call("view")

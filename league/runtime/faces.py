@@ -63,6 +63,10 @@ class SamplerFace(Protocol):
         """Load weights per policy id."""
         ...
 
+    def reset_exploration(self, policy_ids: list[str]) -> None:
+        """Restart these policies' exploration schedules (their players were reset)."""
+        ...
+
     def pop_episode_stats(self) -> list[dict[str, Any]]:
         """Statistics of training episodes finished since the last call."""
         ...

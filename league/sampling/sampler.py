@@ -197,6 +197,14 @@ class Sampler:
                 raise KeyError(f"sampler has no policy '{pid}' (known: {sorted(self._policies)})")
             self._policies[pid].set_weights(dict(w))
 
+    def reset_exploration(self, policy_ids: list[str]) -> None:
+        """Restart the named policies' exploration schedules (e.g. DQN's epsilon): their
+        players were reset to their initial state, and explore as fresh ones would."""
+        for pid in policy_ids:
+            if pid not in self._policies:
+                raise KeyError(f"sampler has no policy '{pid}' (known: {sorted(self._policies)})")
+            self._policies[pid].reset_exploration()
+
     def add_policy(
         self, policy_id: str, factory: PolicyFactory, weights: Mapping[str, np.ndarray] | None = None, learns: bool = True
     ) -> None:

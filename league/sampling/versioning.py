@@ -70,6 +70,10 @@ class VersionedPolicy(Policy):
         """The wrapped policy's action distribution (the base class would refuse it)."""
         return self.policy.action_probabilities(obs, action_mask)
 
+    def reset_exploration(self) -> None:
+        """The wrapped policy's (the base class's no-op would hide it)."""
+        self.policy.reset_exploration()
+
     def get_weights(self) -> dict[str, np.ndarray]:
         """The wrapped policy's weights (the version buffer included)."""
         return self.policy.get_weights()
