@@ -405,8 +405,11 @@ class Learner:
         """Run the block with the policies' own CPU thread count (the most any of them asks
         for), then put the process's count back; a no-op unless one of them has its own."""
         wanted = max((self._threads[pid] for pid in pids if pid in self._threads), default=None)
+        if wanted is None or self.device.type != "cpu":
+            yield
+            return
         before = torch.get_num_threads()
-        if self.device.type != "cpu" or wanted is None or wanted == before:
+        if wanted == before:
             yield
             return
         torch.set_num_threads(wanted)

@@ -99,6 +99,10 @@ class LearnerThread(threading.Thread):
                 except queue.Empty:
                     continue
                 self.outqueue.put(self._learn(batch))
+                # Yield the GIL: a reader woken when the update released the learner's lock
+                # (a weights broadcast, a snapshot, a checkpoint) gets it before this thread's
+                # next update takes it again, instead of waiting behind a run of updates.
+                time.sleep(0)
         except BaseException as err:  # noqa: BLE001 - handed to the plan, which raises it
             self.error = err
             self.outqueue.put(_Failure(err))
