@@ -342,8 +342,9 @@ def test_steps_per_call_takes_the_steps_one_step_calls_take_on_the_slices():
         torch.testing.assert_close(a, b)
     np.testing.assert_array_equal(joined[TD_ERROR], np.concatenate([s[TD_ERROR] for s in per_step]))
     assert joined["gradient_steps"] == 4.0 and joined["loss"] == pytest.approx(np.mean([s["loss"] for s in per_step]))
-    with pytest.raises(ValueError, match="does not split into steps_per_call=4"):
-        four.learn(states[1], _replay_like_batch(30, rng))
+    # Rows dropped before the update (a past epoch's) leave slices at most one row apart.
+    uneven = four.learn(states[1], _replay_like_batch(30, rng))
+    assert uneven["gradient_steps"] == 4.0 and uneven[TD_ERROR].shape == (30,)
 
 
 @pytest.mark.parametrize(("params", "message"), [

@@ -78,18 +78,19 @@ class ReplayAlgorithm(Algorithm):
         raise NotImplementedError
 
     def learn(self, state: PolicyState, batch: SampleBatch) -> dict[str, Any]:
-        """``steps_per_call`` gradient steps, one per consecutive equal slice of ``batch``.
+        """``steps_per_call`` gradient steps, one per consecutive slice of ``batch``.
 
-        Statistics are the steps' means, ``td_error`` arrays joined in row order (so they
-        line up with the batch's replay indexes), and ``gradient_steps``.
+        The slices are equal when the replay drew the whole call; rows the learner dropped
+        first (from before a reset) leave them at most one row apart, and a batch of fewer
+        rows than steps takes one step per row. Statistics are the steps' means,
+        ``td_error`` arrays joined in row order (so they line up with the batch's replay
+        indexes), and ``gradient_steps``.
         """
-        steps = self.config.steps_per_call
-        if steps == 1:
+        steps = min(self.config.steps_per_call, len(batch))
+        if steps <= 1:
             return {**self.learn_step(state, batch), GRADIENT_STEPS: 1.0}
-        if len(batch) % steps:
-            raise ValueError(f"{self.name}: a batch of {len(batch)} rows does not split into steps_per_call={steps} equal steps")
-        size = len(batch) // steps
-        results = [self.learn_step(state, batch[np.arange(i * size, (i + 1) * size)]) for i in range(steps)]
+        slices = np.array_split(np.arange(len(batch)), steps)
+        results = [self.learn_step(state, batch[rows]) for rows in slices]
         out: dict[str, Any] = {}
         for key, first in results[0].items():
             values = [r[key] for r in results]
