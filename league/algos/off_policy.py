@@ -24,6 +24,7 @@ The config must have ``gamma``, ``n_step``, ``buffer_size``, ``learning_starts``
 from __future__ import annotations
 
 import copy
+from abc import abstractmethod
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +37,7 @@ from league.algos.schedules import LinearSchedule
 from league.batch import Columns as C
 from league.batch import SampleBatch
 from league.flow.replay_ops import CountTrainSteps, IntensityGatedReplay, UpdatePriorities
+from league.flow.training import GRADIENT_STEPS
 from league.replay import NEXT_ACTION_MASK, MultiAgentReplayBuffer, NStepWriter
 from league.replay import PrioritizedSampler, ReplayBuffer, RingStorage, UniformSampler, n_step_transitions
 from league.sampling.versioning import WEIGHTS_VERSION
@@ -44,14 +46,12 @@ if TYPE_CHECKING:
     from league.flow.iterators import LocalIterator
     from league.runtime.faces import LearnerHandle
 
-__all__ = ["ReplayAlgorithm", "TARGET_MODEL", "TD_ERROR", "GRADIENT_STEPS", "check_steps_per_call"]
+__all__ = ["ReplayAlgorithm", "TARGET_MODEL", "TD_ERROR", "check_steps_per_call"]
 
 #: ``state.extra`` key of the target network.
 TARGET_MODEL = "target_model"
 #: Statistics key of the per-row ``|TD error|`` array that ``UpdatePriorities`` writes back.
 TD_ERROR = "td_error"
-#: Statistics key of the gradient steps one learner call took (``TrainOneStep`` counts them).
-GRADIENT_STEPS = "gradient_steps"
 
 
 def check_steps_per_call(algo: str, steps_per_call: int, target_update_interval: int) -> None:
@@ -73,9 +73,9 @@ class ReplayAlgorithm(Algorithm):
     statistics (and DQN's per-row ``td_error`` array).
     """
 
+    @abstractmethod
     def learn_step(self, state: PolicyState, batch: SampleBatch) -> dict[str, Any]:
         """One gradient step on ``batch`` (the subclass's loss)."""
-        raise NotImplementedError
 
     def learn(self, state: PolicyState, batch: SampleBatch) -> dict[str, Any]:
         """``steps_per_call`` gradient steps, one per consecutive slice of ``batch``.
@@ -169,7 +169,7 @@ class ReplayAlgorithm(Algorithm):
         # A counter of this fragment's own: plan-wide trained-step counters also count
         # other policies' fragments when several run in one plan.
         counter = f"num_train_steps[{','.join(policy_ids)}]"
-        replay = replay.for_each(CountTrainSteps(counter, cfg.steps_per_call)).for_each(
+        replay = replay.for_each(CountTrainSteps(counter)).for_each(
             UpdateTargetNetwork(learner, policy_ids, cfg.target_update_interval, counter=counter)
         )
         return Concurrently(

@@ -23,6 +23,7 @@ from league.batch import Columns as C
 from league.batch import MultiAgentBatch
 from league.flow.metrics import PlanMetrics
 from league.flow.stages import Operator
+from league.flow.training import gradient_steps
 from league.replay import MultiAgentReplayBuffer
 from league.runtime.actors import call
 from league.runtime.faces import LearnerHandle
@@ -170,19 +171,17 @@ class UpdatePriorities(Operator):
 
 
 class CountTrainSteps(Operator):
-    """Adds ``steps_per_item`` (the gradient steps of one learner call) to the plan counter
-    ``counter`` per item and passes the item on."""
+    """Adds the gradient steps of each :class:`~league.flow.TrainResult` (its statistics'
+    ``gradient_steps``, the most of any policy; 1 without it) to the plan counter
+    ``counter`` and passes the item on."""
 
-    def __init__(self, counter: str, steps_per_item: int = 1) -> None:
-        if isinstance(steps_per_item, bool) or not isinstance(steps_per_item, int) or steps_per_item < 1:
-            raise ValueError(f"CountTrainSteps steps_per_item must be an integer >= 1, got {steps_per_item!r}")
+    def __init__(self, counter: str) -> None:
         self.counter = counter
-        self.steps_per_item = steps_per_item
 
     def describe(self) -> str:
-        per = "" if self.steps_per_item == 1 else f", steps_per_item={self.steps_per_item}"
-        return f"CountTrainSteps({self.counter!r}{per})"
+        return f"CountTrainSteps({self.counter!r})"
 
     def __call__(self, item: Any, metrics: PlanMetrics) -> Any:
-        metrics.counters[self.counter] += self.steps_per_item
+        stats = item[1] if isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], dict) else {}
+        metrics.counters[self.counter] += max((gradient_steps(s) for s in stats.values()), default=1)
         return item

@@ -29,7 +29,17 @@ from league.runtime.actors import call, is_ray_actor, submit
 from league.runtime.faces import LearnerHandle, SamplerHandle
 from league.runtime.recovery import on_sampler_restart
 
-__all__ = ["TrainResult", "Gradients", "TrainOneStep", "ComputeGradients", "ApplyGradients", "UpdateTargetNetwork", "BroadcastWeights"]
+__all__ = ["GRADIENT_STEPS", "gradient_steps", "TrainResult", "Gradients", "TrainOneStep", "ComputeGradients", "ApplyGradients", "UpdateTargetNetwork", "BroadcastWeights"]
+
+
+#: Learner statistics key of the gradient steps one call took (replay algorithms with
+#: ``steps_per_call``); a call without it took one.
+GRADIENT_STEPS = "gradient_steps"
+
+
+def gradient_steps(policy_stats: Any) -> int:
+    """The gradient steps one learner call took for a policy, from its statistics."""
+    return int(policy_stats.get(GRADIENT_STEPS, 1)) if isinstance(policy_stats, dict) else 1
 
 
 class TrainResult(NamedTuple):
@@ -119,8 +129,7 @@ class TrainOneStep(Operator):
         metrics.counters[NUM_AGENT_STEPS_TRAINED] += _agent_steps(batch, self.policy_ids)
         for pid, policy_stats in stats.items():
             # Learner updates per policy: a PPO batch, or a DQN gradient step (a call may take several).
-            steps = policy_stats.get("gradient_steps", 1) if isinstance(policy_stats, dict) else 1
-            metrics.counters[f"{NUM_LEARNER_UPDATES}/{pid}"] += int(steps)
+            metrics.counters[f"{NUM_LEARNER_UPDATES}/{pid}"] += gradient_steps(policy_stats)
         return TrainResult(batch, stats)
 
 

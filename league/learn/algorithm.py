@@ -73,17 +73,16 @@ def config_from_dict(cls: type[C], values: Mapping[str, Any] | None, where: str)
     return cls(**values)
 
 
+# A learner actor's batch is a read-only view of Ray's object store, and torch warns (once
+# per process) when wrapping one; learners only read their columns. Only this module's calls.
+warnings.filterwarnings("ignore", message="The given NumPy array is not writable", category=UserWarning, module=__name__)
+
+
 def batch_to_tensors(batch: SampleBatch, names: list[str], device: torch.device) -> dict[str, torch.Tensor]:
     """Columns as tensors on ``device`` (zero-copy on CPU; one pinned, non-blocking copy on GPU)."""
     out = {}
     for n in names:
-        column = np.ascontiguousarray(batch[n])
-        if column.flags.writeable:
-            t = torch.from_numpy(column)
-        else:  # a learner actor's batch is a read-only view of Ray's object store; learners only read it
-            with warnings.catch_warnings():
-                warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
-                t = torch.from_numpy(column)
+        t = torch.from_numpy(np.ascontiguousarray(batch[n]))
         # A non-blocking copy only overlaps when the source is pinned; otherwise it syncs.
         out[n] = t.pin_memory().to(device, non_blocking=True) if device.type == "cuda" else t.to(device)
     return out

@@ -405,10 +405,7 @@ class Learner:
         """Run the block with the policies' own CPU thread count (the most any of them asks
         for), then put the process's count back; a no-op unless one of them has its own."""
         wanted = max((self._threads[pid] for pid in pids if pid in self._threads), default=None)
-        if wanted is None or self.device.type != "cpu":
-            yield
-            return
-        before = torch.get_num_threads()
+        before = torch.get_num_threads() if wanted is not None and self.device.type == "cpu" else wanted
         if wanted == before:
             yield
             return

@@ -76,10 +76,9 @@ class LearnerConfig:
         kind = self.device.split(":")[0] if isinstance(self.device, str) else None
         if kind not in ("cpu", "cuda"):
             raise ValueError(f"learner.device must be 'cpu', 'cuda' or 'cuda:N', got {self.device!r}")
-        for name in ("num_threads", "num_learners", "num_threads_while_sampling"):
+        optional = () if self.num_threads_while_sampling is None else ("num_threads_while_sampling",)
+        for name in ("num_threads", "num_learners", *optional):
             value = getattr(self, name)
-            if name == "num_threads_while_sampling" and value is None:
-                continue
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"learner.{name} must be an integer >= 1, got {value!r}")
         if not _is_number(self.num_cpus_per_learner) or self.num_cpus_per_learner < 0:
