@@ -301,7 +301,9 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
         raise
     except TypeError as err:
         raise ValueError(f"env '{cfg.env.name}' rejected env.kwargs {cfg.env.kwargs}: {err}") from err
-    from league.run.env_checks import bound_fragment_memory, check_openings, policy_group, resolve_env_groups
+    from league.run.env_checks import (
+        bound_fragment_memory, check_openings, check_symmetry, policy_group, resolve_env_groups,
+    )
 
     try:
         specs = {agent: env.spec(agent) for agent in env.possible_agents}
@@ -312,6 +314,7 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
     group_specs = resolve_env_groups(cfg, specs)
     bound_fragment_memory(cfg, specs)
     spec = next(iter(specs.values()))
+    check_symmetry(cfg, group_specs.values() or [spec])
     # The algorithm validates its own hyperparameters (unknown keys, ranges), for each spec it meets.
     for group_spec in group_specs.values() or [spec]:
         ALGORITHMS[cfg.algo.name](group_spec, cfg.algo.params)

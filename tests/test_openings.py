@@ -101,21 +101,27 @@ def test_env_tictactoe_brings_its_training_settings_and_any_algo_replaces_them()
 def test_the_default_job_brings_connect_fours_training_settings() -> None:
     from league.algos import make_algorithm
     from league.algos.models import ConvModel
+    from league.algos.symmetry import SymmetrizedModel
     from league.envs.base import AgentSpec
 
     cfg = parse_run_config(composed_values())
     assert cfg.env.name == "connect_four" and cfg.env.opening_plies == 4 and cfg.league.snapshot_steps == 300_000
     assert (cfg.algo.name, cfg.algo.params["lr"], cfg.algo.params["entropy_coef"]) == ("ppo", 0.001, 0.05)
-    # model auto: the line-seeing conv on connect four's boards (docs/STRENGTH.md)
-    assert isinstance(make_algorithm("ppo", AgentSpec((6, 7, 2), 7, True), cfg.algo.params).make_model(), ConvModel)
+    # model auto: the line-seeing conv on connect four's boards, averaged with its left-right
+    # mirror (model_kwargs.symmetry flip_lr; docs/STRENGTH.md)
+    model = make_algorithm("ppo", AgentSpec((6, 7, 2), 7, True), cfg.algo.params).make_model()
+    assert isinstance(model, SymmetrizedModel) and isinstance(model.base, ConvModel)
 
 
 def test_env_name_over_the_default_board_game_file_runs_other_envs() -> None:
     # README: `league-train env.name=gymnasium:Acrobot-v1`; the board game file's backend is auto
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the board game's exploring starts, if any, are ignored with a warning
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")  # the board game's exploring starts and mirror symmetry: ignored, said
         cfg = parse_run_config(composed_values("env.name=gymnasium:CartPole-v1"))
     assert cfg.env.name == "gymnasium:CartPole-v1" and cfg.env.opening_plies == 0
+    said = [str(w.message) for w in caught]
+    assert any("symmetry=flip_lr ignored for env 'gymnasium:CartPole-v1'" in m and "[H, W, C]" in m for m in said), said
+    assert "symmetry" not in cfg.algo.params["model_kwargs"]
     from league.algos import make_algorithm
     from league.algos.models import MLPModel
     from league.envs import make_env

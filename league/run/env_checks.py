@@ -2,21 +2,23 @@
 (the env is built there already): ``env.groups`` resolved against the env's agents and
 specs (explicit, or by agent-id prefix), the group each policy plays, and sampler sizes
 bounded by the memory a fragment of observations takes, and exploring starts
-(``sampler.opening_plies``) only where the game allows them.
+(``sampler.opening_plies``) and a symmetric model (``algo.params.model_kwargs.symmetry``)
+only where the game allows them.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from league.config import RunConfig
     from league.envs.base import MultiAgentEnv
 
-__all__ = ["MAX_FRAGMENT_BYTES", "bound_fragment_memory", "resolve_env_groups", "policy_group", "check_openings"]
+__all__ = ["MAX_FRAGMENT_BYTES", "bound_fragment_memory", "resolve_env_groups", "policy_group", "check_openings",
+           "check_symmetry"]
 
 
 #: The most observation bytes one sampler's fragment may hold; larger configs are shrunk.
@@ -115,3 +117,27 @@ def check_openings(cfg: RunConfig, env: MultiAgentEnv) -> None:
             stacklevel=2,
         )
         cfg.env.opening_plies = 0
+
+
+def check_symmetry(cfg: RunConfig, specs: Iterable[Any]) -> None:
+    """Keep ``algo.params.model_kwargs.symmetry`` only where every spec in ``specs`` fits its group.
+
+    A board game's env file picks it (connect four: ``flip_lr``), and ``env.name=<another env>``
+    inherits it; on observations the group does not act on (a flat vector, a board of another
+    shape) it is dropped with a warning naming the env and why, as ``env.opening_plies`` is.
+    An unknown group name stays an error (the model refuses it by name)."""
+    from league.algos.symmetry import SYMMETRIES, symmetry_group
+
+    kwargs = cfg.algo.params.get("model_kwargs") or {}
+    kind = kwargs.get("symmetry") if isinstance(kwargs, Mapping) else None
+    if kind is None or kind not in SYMMETRIES:
+        return
+    for spec in specs:
+        try:
+            symmetry_group(kind, spec.obs_shape, spec.num_actions)
+        except ValueError as err:
+            warnings.warn(
+                f"algo.params.model_kwargs.symmetry={kind} ignored for env {cfg.env.name!r}: {err}", stacklevel=2
+            )
+            cfg.algo.params["model_kwargs"] = {k: v for k, v in kwargs.items() if k != "symmetry"}
+            return
