@@ -236,3 +236,22 @@ def test_eval_env_steps_bounds_a_runs_evaluation_rounds(tmp_path):
     assert enough["eval_return_mean"] == {"main": 100.0}
     with pytest.raises(ValueError, match="eval.env_steps must be >= 0, got -1"):
         parse_run_config(short_run_values(env, eval={"env_steps": -1}))
+
+
+EXPERIMENTS = sorted(p.stem for p in (Path(config_dir()) / "experiment").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("name", EXPERIMENTS)
+def test_every_experiment_composes_without_the_default_boards_settings(name):
+    """`league-train +experiment=<name>`: each starts from env/plain, not the default job's connect-four
+    file, so no board-game model key (SAC has none) or symmetry leaks into its algorithm's params."""
+    import warnings
+
+    if name in ("simple_spread_ppo", "simple_tag_continuous"):
+        pytest.importorskip("mpe2")
+    if name in ("multiwalker_ppo", "lunarlander_ppo"):
+        pytest.importorskip("Box2D")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # e.g. "symmetry=flip_lr ignored": nothing is dropped
+        cfg = parse_run_config(composed_values(f"+experiment={name}"))
+    assert "symmetry" not in (cfg.algo.params.get("model_kwargs") or {})
