@@ -314,9 +314,10 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
     group_specs = resolve_env_groups(cfg, specs)
     bound_fragment_memory(cfg, specs)
     spec = next(iter(specs.values()))
-    check_symmetry(cfg, group_specs.values() or [spec])
+    specs_met = list(group_specs.values()) or [spec]  # what the algorithm's policies will see
+    check_symmetry(cfg, specs_met)
     # The algorithm validates its own hyperparameters (unknown keys, ranges), for each spec it meets.
-    for group_spec in group_specs.values() or [spec]:
+    for group_spec in specs_met:
         ALGORITHMS[cfg.algo.name](group_spec, cfg.algo.params)
     policies = {}
     for pid, values in cfg.policies.items():

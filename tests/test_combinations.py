@@ -149,3 +149,24 @@ def test_dqn_takes_several_gradient_steps_per_learner_call(learner, tmp_path, re
     assert counters["num_target_updates"] == steps // 8
     # Rows replayed per row stored stays the configured ratio (within one call's draw).
     assert counters["num_agent_steps_trained"] <= 2.0 * counters["num_agent_steps_sampled/main"] + 4 * 16
+
+
+@pytest.mark.parametrize("recipe", ["selfplay", "psro"])
+@pytest.mark.parametrize("algo", list(ALGOS))
+def test_the_default_jobs_mirrored_conv_under_every_algorithm(algo, recipe, tmp_path):
+    # `league-train algo=<any>` / `league=<any>` on connect four keeps the env file's model
+    # (the 4x4 conv averaged with its left-right mirror): every algorithm's network, snapshots,
+    # evaluation and checkpoint must carry the symmetry wrapper.
+    from league.checkpoint import read_checkpoint
+    from tests.run_helpers import composed_values
+
+    board = composed_values("env=connect_four")["algo"]["params"]
+    model = {key: board[key] for key in ("model", "model_kwargs")}
+    assert model["model_kwargs"]["symmetry"] == "flip_lr"
+    values = _values(algo, recipe, env="connect_four")
+    values["algo"]["params"].update(model)
+    trainer, summary = _run(values, tmp_path / "run")
+    _check_run(trainer, summary, tmp_path / "run", recipe)
+    ckpt = read_checkpoint(tmp_path / "run" / "checkpoints" / periodic_name(3))
+    weights = ckpt.policies[ckpt.league["learning"][0]]
+    assert any(".base." in f".{key}" and "convs" in key for key in weights), sorted(weights)[:5]
