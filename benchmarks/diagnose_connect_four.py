@@ -1,0 +1,188 @@
+"""Why a connect-four checkpoint misses tactics: where, how confidently, and what its value knows.
+
+Reads one checkpoint's first learning policy (greedy, as ``bench_strength`` measures it) and
+collects positions from uniformly random play (the adapter's observations: plane 0 the
+mover's pieces, plane 1 the opponent's; row 5 the bottom). Prints one JSON object per figure:
+
+* ``wins_by_line``: immediate wins taken, by the line the winning move completes
+  (vertical, horizontal, diagonal, or several at once);
+* ``win_probability``: the probability the policy puts on the winning columns (quantiles);
+* ``win_or_block``: where the mover can win and the opponent threatens too, how often
+  it wins, blocks, or does neither;
+* ``value_by_position``: the value head on positions where the mover can win now, where
+  only the opponent threatens, and where neither can (quantiles);
+* ``lookahead``: the raw greedy policy against a one-ply lookahead on its own value (an
+  immediate win scores 1, any other move minus the value of the position it leaves the
+  opponent), both scored against negamax depths 2 and 3 from varied openings and on the
+  tactics yardstick. If the lookahead is no stronger, the value has not learned the
+  tactics either, and distilling such a search into the policy would not teach them.
+
+    python benchmarks/diagnose_connect_four.py RUN_DIR/checkpoints/final
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROWS, COLS = 6, 7
+#: (name, row step, column step) of the four line directions.
+DIRECTIONS = (("vertical", 1, 0), ("horizontal", 0, 1), ("diagonal", 1, 1), ("anti-diagonal", 1, -1))
+
+
+def fours(board: np.ndarray, drow: int, dcol: int) -> np.ndarray:
+    """``bool[B]``: some line of four along ``(drow, dcol)`` on ``board`` ``bool[B, 6, 7]``."""
+    hits = np.zeros(len(board), dtype=bool)
+    for r in range(ROWS - 3 * drow):
+        for c in range(max(0, -3 * dcol), COLS - max(0, 3 * dcol)):
+            hits |= board[:, r, c] & board[:, r + drow, c + dcol] & board[:, r + 2 * drow, c + 2 * dcol] & board[:, r + 3 * drow, c + 3 * dcol]
+    return hits
+
+
+def drops(obs: np.ndarray, mask: np.ndarray, plane: int) -> tuple[np.ndarray, np.ndarray]:
+    """For each column: the board after ``plane``'s player drops a piece there ``bool[B, 7, 6, 7]``
+    (all of ``plane``'s pieces) and which directions that completes ``bool[B, 7, 4]`` (legal columns only)."""
+    occupied = obs.sum(-1) > 0.5
+    landing = ROWS - 1 - occupied.sum(1)  # [B, 7]: the row a piece dropped in each column lands on
+    own = np.repeat((obs[..., plane] > 0.5)[:, None], COLS, 1)
+    for c in range(COLS):
+        rows = np.flatnonzero(landing[:, c] >= 0)
+        own[rows, c, landing[rows, c], c] = True
+    flat = own.reshape(-1, ROWS, COLS)
+    lines = np.stack([fours(flat, dr, dc) for _, dr, dc in DIRECTIONS], -1).reshape(len(obs), COLS, len(DIRECTIONS))
+    return own, lines & (mask[..., None] > 0) & (landing[..., None] >= 0)
+
+
+def children(obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The opponent's observation after each move ``float32[B, 7, 6, 7, 2]`` and whether the move wins ``bool[B, 7]``."""
+    own, lines = drops(obs, mask, 0)
+    kids = np.stack([np.repeat(obs[:, None, ..., 1], COLS, 1), own.astype(np.float32)], -1)  # planes swapped: the opponent moves next
+    return kids, lines.any(-1)
+
+
+class OnePlyLookahead:
+    """Greedy on ``1`` for a winning move, else minus the value of the opponent's position after it."""
+
+    learns = False
+
+    def __init__(self, policy: Any) -> None:
+        self.policy = policy
+
+    def compute_actions(self, obs: np.ndarray, action_mask: np.ndarray, explore: bool = False) -> dict[str, np.ndarray]:
+        """The lookahead's best legal column per row (``explore`` is ignored)."""
+        import torch
+
+        obs = np.asarray(obs, dtype=np.float32)
+        kids, wins = children(obs, action_mask)
+        with torch.inference_mode():
+            _, values = self.policy.model(torch.from_numpy(kids.reshape(-1, ROWS, COLS, 2)))
+        q = -values.numpy().reshape(len(obs), COLS)
+        q = np.where(kids.reshape(len(obs), COLS, -1).sum(-1) >= ROWS * COLS, 0.0, q)  # a full board is a draw
+        q = np.where(wins, np.inf, q)
+        return {"actions": np.where(action_mask > 0, q, -np.inf).argmax(1)}
+
+
+def random_positions(games: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every position (observation, mask) of ``games`` uniformly random games."""
+    from league.envs import make_env
+    from league.policy import masked_uniform_actions
+
+    rng = np.random.default_rng(seed)
+    env = make_env("connect_four")
+    obs, masks = [], []
+    try:
+        for _ in range(games):
+            ts = env.reset(seed=int(rng.integers(2**31)))
+            while not ts.done:
+                agent = next(iter(ts.obs))
+                obs.append(ts.obs[agent])
+                masks.append(ts.masks[agent])
+                ts = env.step({agent: int(masked_uniform_actions(ts.masks[agent][None], rng)[0])})
+    finally:
+        env.close()
+    return np.stack(obs).astype(np.float32), np.stack(masks)
+
+
+def quantiles(x: np.ndarray) -> dict[str, float]:
+    """Mean and the 10/25/50/75/90% quantiles, rounded."""
+    qs = np.quantile(x, [0.1, 0.25, 0.5, 0.75, 0.9]) if len(x) else [float("nan")] * 5
+    return {"n": int(len(x)), "mean": round(float(np.mean(x)), 4) if len(x) else None,
+            **{f"q{p}": round(float(v), 4) for p, v in zip((10, 25, 50, 75, 90), qs)}}
+
+
+def diagnose(policy: Any, spec: Any, games: int, openings: int, seed: int) -> list[dict[str, Any]]:
+    """The figures above for ``policy``."""
+    import torch
+
+    from league.population.scripted import scripted_factory
+    from league.population.yardstick import connect_four_tactics, play_matches
+
+    obs, masks = random_positions(games, seed)
+    _, my_lines = drops(obs, masks, 0)
+    _, their_lines = drops(obs, masks, 1)
+    wins, threats = my_lines.any(-1), their_lines.any(-1)
+    can_win, threatened = wins.any(1), threats.any(1)
+    chosen = policy.compute_actions(obs, masks, explore=False)["actions"]
+    took = wins[np.arange(len(obs)), chosen]
+    figures: list[dict[str, Any]] = []
+
+    def taken(where: np.ndarray) -> dict[str, Any]:
+        return {"positions": int(where.sum()), "taken": round(float(took[where].mean()), 4) if where.any() else None}
+
+    directions = my_lines.any(1)  # [B, 4]: the lines some winning move completes
+    by_line = {name: taken(can_win & (directions.sum(1) == 1) & directions[:, i]) for i, (name, _, _) in enumerate(DIRECTIONS)}
+    by_line.update(several=taken(directions.sum(1) > 1), all=taken(can_win))
+    figures.append({"figure": "wins_by_line", **by_line})
+
+    probs = policy.action_probabilities(obs[can_win], masks[can_win])
+    figures.append({"figure": "win_probability", **quantiles((probs * wins[can_win]).sum(1))})
+
+    both = can_win & threatened
+    blocked = threats[np.arange(len(obs)), chosen] & ~took
+    figures.append({"figure": "win_or_block", "positions": int(both.sum()), "won": int(took[both].sum()),
+                    "blocked": int(blocked[both].sum()), "other": int((both & ~took & ~blocked).sum())})
+
+    with torch.inference_mode():
+        _, values = policy.model(torch.from_numpy(obs))
+    values = values.numpy()
+    figures.append({"figure": "value_by_position", "mover_can_win": quantiles(values[can_win]),
+                    "opponent_threat_only": quantiles(values[threatened & ~can_win]),
+                    "neither": quantiles(values[~can_win & ~threatened])})
+
+    for name, player in (("policy", policy), ("one_ply_lookahead", OnePlyLookahead(policy))):
+        row: dict[str, Any] = {"figure": "lookahead", "player": name}
+        for depth in (2, 3):
+            opponent = scripted_factory("negamax", spec, depth=depth, random_ties=True).make_policy(seed=seed)
+            row[f"negamax{depth}"] = play_matches("connect_four", player, opponent, openings=openings, opening_plies=2, seed=seed).as_dict()["score"]
+        tactics = connect_four_tactics(player, positions=500, seed=seed).as_dict()
+        row.update(wins_taken=tactics["immediate_win_rate"], blocks=tactics["block_rate"])
+        figures.append(row)
+    return figures
+
+
+def main() -> None:
+    """Print one JSON line per figure for the checkpoint named."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("checkpoint", type=Path)
+    parser.add_argument("--games", type=int, default=400, help="uniformly random games whose positions are read")
+    parser.add_argument("--openings", type=int, default=100, help="openings per negamax depth (two games each)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_strength import load_policy
+
+    policy, spec, info = load_policy(args.checkpoint)
+    print(json.dumps({"figure": "checkpoint", "path": str(args.checkpoint), **info}), flush=True)
+    for figure in diagnose(policy, spec, args.games, args.openings, args.seed):
+        print(json.dumps(figure), flush=True)
+
+
+if __name__ == "__main__":
+    main()

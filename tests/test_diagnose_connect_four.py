@@ -1,0 +1,68 @@
+"""benchmarks/diagnose_connect_four.py's board reading agrees with the scripted players' bitboards."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from league.population.scripted import _C4_BIT_VALUES, _c4_drop_bit, _c4_has_four
+
+_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "diagnose_connect_four.py"
+_spec = importlib.util.spec_from_file_location("diagnose_connect_four", _PATH)
+diagnose = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(diagnose)
+
+
+@pytest.fixture(scope="module")
+def positions() -> tuple[np.ndarray, np.ndarray]:
+    return diagnose.random_positions(games=40, seed=3)
+
+
+def _bitboard_wins(obs: np.ndarray, mask: np.ndarray, plane: int) -> list[set[int]]:
+    out = []
+    for o, m in zip(obs, mask):
+        mine = int(((o[..., plane] > 0.5) * _C4_BIT_VALUES).sum())
+        occupied = int(((o.sum(-1) > 0.5) * _C4_BIT_VALUES).sum())
+        out.append({c for c in range(7) if m[c] and (bit := _c4_drop_bit(occupied, c)) and _c4_has_four(mine | bit)})
+    return out
+
+
+@pytest.mark.parametrize("plane", [0, 1])
+def test_winning_drops_match_the_negamax_bitboards(positions, plane):
+    obs, masks = positions
+    _, lines = diagnose.drops(obs, masks, plane)
+    found = [set(np.flatnonzero(row.any(-1)).tolist()) for row in lines]
+    expected = _bitboard_wins(obs, masks, plane)
+    assert found == expected
+    assert sum(map(len, expected)) > 20  # the games hold positions with wins to find
+
+
+def test_children_are_the_opponents_view_after_the_move(positions):
+    obs, masks = positions
+    kids, wins = diagnose.children(obs, masks)
+    i = int(np.flatnonzero(masks[:, 3])[5])  # a position where column 3 is legal
+    kid = kids[i, 3]
+    np.testing.assert_array_equal(kid[..., 0], obs[i, ..., 1])  # the opponent moves next: its pieces first
+    added = kid[..., 1] - obs[i, ..., 0]
+    assert added.sum() == 1 and added[:, 3].sum() == 1 and added.min() == 0
+    row = int(np.flatnonzero(added[:, 3])[0])
+    assert row == 5 or obs[i, row + 1, 3].sum() == 1  # the piece lands on the floor or on a piece
+    assert wins.shape == masks.shape and not wins[masks == 0].any()
+
+
+def test_the_lookahead_takes_every_immediate_win(positions):
+    class ConstantValue:
+        def model(self, obs):
+            import torch
+
+            return torch.zeros(len(obs), 7), torch.full((len(obs),), -5.0)  # every other move looks won
+
+    obs, masks = positions
+    wins = _bitboard_wins(obs, masks, 0)
+    rows = [i for i, w in enumerate(wins) if w]
+    actions = diagnose.OnePlyLookahead(ConstantValue()).compute_actions(obs[rows], masks[rows])["actions"]
+    assert all(int(a) in wins[i] for a, i in zip(actions, rows))
+    assert masks[np.arange(len(obs)), diagnose.OnePlyLookahead(ConstantValue()).compute_actions(obs, masks)["actions"]].all()
