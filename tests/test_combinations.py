@@ -11,6 +11,7 @@ written, and the run is resumed from it.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -165,8 +166,15 @@ def test_the_default_jobs_mirrored_conv_under_every_algorithm(algo, recipe, tmp_
     assert model["model_kwargs"]["symmetry"] == "flip_lr"
     values = _values(algo, recipe, env="connect_four")
     values["algo"]["params"].update(model)
+    if algo == "ppo":  # the default job's PPO distils the two-ply search as well (algo/ppo_connect_four.yaml)
+        assert board["search_game"] == "connect_four"
+        values["algo"]["params"].update(search_game=board["search_game"], search_coef=board["search_coef"])
     trainer, summary = _run(values, tmp_path / "run")
     _check_run(trainer, summary, tmp_path / "run", recipe)
     ckpt = read_checkpoint(tmp_path / "run" / "checkpoints" / periodic_name(3))
     weights = ckpt.policies[ckpt.league["learning"][0]]
     assert any(".base." in f".{key}" and "convs" in key for key in weights), sorted(weights)[:5]
+    if algo == "ppo":
+        losses = [v for row in _rows(tmp_path / "run") for k, v in row.items() if k.endswith("/search_loss")]
+        # Exactly 0 without the search; short games of a fresh policy hold wins and blunders to see.
+        assert losses and all(math.isfinite(v) and v >= 0 for v in losses) and max(losses) > 0, losses

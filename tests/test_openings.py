@@ -122,6 +122,8 @@ def test_env_name_over_the_default_board_game_file_runs_other_envs() -> None:
     said = [str(w.message) for w in caught]
     assert any("symmetry=flip_lr ignored for env 'gymnasium:CartPole-v1'" in m and "[H, W, C]" in m for m in said), said
     assert "symmetry" not in cfg.algo.params["model_kwargs"]
+    assert any("search_game=connect_four ignored for env 'gymnasium:CartPole-v1'" in m and "search_game=null" in m for m in said), said
+    assert cfg.algo.params["search_game"] is None
     from league.algos import make_algorithm
     from league.algos.models import MLPModel
     from league.envs import make_env

@@ -24,26 +24,28 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
 from league.algos.actor_critic import VALUE_SCALE, ActorCriticOptions, GAEActorCritic
+from league.algos.board_search import BOARD_GAMES, BoardRules, board_rules, search_approved
 from league.learn.algorithm import PolicyState, batch_to_tensors
-from league.algos.distributions import ActionDist, Categorical
+from league.algos.distributions import MASKED_LOGIT, ActionDist, Categorical, masked_log_probs
 from league.algos.schedules import LinearSchedule
 from league.algos.sgd import check_max_policy_lag, check_minibatch_size, minibatch_sgd
 from league.batch import Columns as C
 from league.batch import SampleBatch
+from league.envs.base import AgentSpec
 
 if TYPE_CHECKING:
     from league.flow.iterators import LocalIterator
     from league.runtime.faces import LearnerHandle
 
-__all__ = ["PPOConfig", "PPO", "ppo_loss_terms", "PPO_STATS", "PPO_INPUTS"]
+__all__ = ["PPOConfig", "PPO", "ppo_loss_terms", "PPO_STATS", "PPO_INPUTS", "SEARCH_APPROVED"]
 
 
 @dataclass
@@ -68,6 +70,10 @@ class PPOConfig(ActorCriticOptions):
     standardize_advantages: bool = True
     # Train on rows produced by weights at most this many updates old (0: on-policy).
     max_policy_lag: int = 0
+    # A board game whose exact two-ply search (league/algos/board_search.py) is distilled into
+    # the policy: search_coef * -log(probability of the moves the search does not refute).
+    search_game: str | None = None
+    search_coef: float = 1.0
 
     def __post_init__(self) -> None:
         self.check_options("ppo")
@@ -80,10 +86,18 @@ class PPOConfig(ActorCriticOptions):
             raise ValueError(f"ppo.lr_anneal_updates and ppo.lr_final must be >= 0, got {self.lr_anneal_updates}, {self.lr_final}")
         if not 0 <= self.gamma <= 1 or not 0 <= self.lam <= 1:
             raise ValueError(f"ppo.gamma and ppo.lam must lie in [0, 1], got {self.gamma}, {self.lam}")
+        if not self.search_coef >= 0:
+            raise ValueError(f"ppo.search_coef must be >= 0, got {self.search_coef}")
+        if self.search_game is not None and self.search_game not in BOARD_GAMES:
+            raise ValueError(f"ppo.search_game must be one of {sorted(BOARD_GAMES)} or null, got {self.search_game!r}")
 
 
 #: Names of the statistics :func:`ppo_loss_terms` returns, in order.
-PPO_STATS = ("total_loss", "policy_loss", "vf_loss", "entropy", "approx_kl", "clip_frac")
+PPO_STATS = ("total_loss", "policy_loss", "vf_loss", "entropy", "approx_kl", "clip_frac", "search_loss")
+
+#: The column of moves a two-ply search does not refute (``bool[B, A]``), added by
+#: :meth:`PPO.learn` when ``search_game`` is set.
+SEARCH_APPROVED = "search_approved"
 
 #: The batch columns PPO's loss reads.
 PPO_INPUTS = (C.OBS, C.ACTIONS, C.ACTION_MASK, C.ACTION_LOGP, C.VF_PREDS, C.ADVANTAGES, C.VALUE_TARGETS)
@@ -121,11 +135,17 @@ def ppo_loss_terms(
     vf_loss = 0.5 * vf_err.mean()
     ent = ent.mean()
     loss = pg_loss + cfg.vf_coef * vf_loss - cfg.entropy_coef * ent
+    search_loss = torch.zeros((), device=ent.device)
+    if SEARCH_APPROVED in mb:  # the approved moves' log-probability; 0 where every legal move is approved
+        ok = mb[SEARCH_APPROVED]
+        approved = masked_log_probs(dist_inputs, mb[C.ACTION_MASK]).masked_fill(~ok, MASKED_LOGIT).logsumexp(-1)
+        search_loss = -torch.where(ok.any(-1), approved, torch.zeros_like(approved)).mean()  # rows with no legal move: 0
+        loss = loss + cfg.search_coef * search_loss
 
     with torch.no_grad():
         kl = ((ratio - 1) - log_ratio).mean()
         clip_frac = ((ratio - 1).abs() > cfg.clip_param).float().mean()
-        stats = torch.stack([loss, pg_loss, vf_loss, ent, kl, clip_frac]).detach()
+        stats = torch.stack([loss, pg_loss, vf_loss, ent, kl, clip_frac, search_loss]).detach()
     return loss, stats
 
 
@@ -135,12 +155,24 @@ class PPO(GAEActorCritic):
     name = "ppo"
     config_class = PPOConfig
 
+    def __init__(self, agent_spec: AgentSpec, config: Mapping[str, Any] | None = None) -> None:
+        super().__init__(agent_spec, config)
+        self.search_rules  # a search_game that does not fit this agent fails here, by name
+
+    @functools.cached_property
+    def search_rules(self) -> BoardRules | None:
+        """The rules of ``search_game`` for this agent (checked against its spec), or None."""
+        game, spec = self.config.search_game, self.agent_spec
+        return None if game is None else board_rules(game, spec.obs_shape, spec.num_actions)
+
     def learn(self, state: PolicyState, batch: SampleBatch) -> dict[str, float]:
         """``num_epochs`` passes of shuffled minibatch SGD on the clipped PPO loss."""
         cfg = self.config
         self._anneal_lr(state)
         t = batch_to_tensors(batch, self.loss_inputs(*PPO_INPUTS), next(state.model.parameters()).device)
         self.prepare(state.model, t)
+        if self.search_rules is not None:
+            t[SEARCH_APPROVED] = search_approved(t[C.OBS], t[C.ACTION_MASK], self.search_rules)
         return minibatch_sgd(
             self.loss, state, t, len(batch), cfg.num_epochs, cfg.minibatch_size, cfg.max_grad_norm, "PPO"
         )
@@ -161,7 +193,7 @@ class PPO(GAEActorCritic):
         """PPO policies whose configs agree on everything but ``lr`` can share one stacked update
         (never with running normalisers, Box or MultiDiscrete actions: the stacked update keeps none of them)."""
         cfg = self.config
-        if cfg.normalize_obs or cfg.normalize_values or not isinstance(self.dist, Categorical):
+        if cfg.normalize_obs or cfg.normalize_values or cfg.search_game is not None or not isinstance(self.dist, Categorical):
             return None
         values = dataclasses.asdict(self.config)
         values.pop("lr")

@@ -2,8 +2,8 @@
 (the env is built there already): ``env.groups`` resolved against the env's agents and
 specs (explicit, or by agent-id prefix), the group each policy plays, and sampler sizes
 bounded by the memory a fragment of observations takes, and exploring starts
-(``sampler.opening_plies``) and a symmetric model (``algo.params.model_kwargs.symmetry``)
-only where the game allows them.
+(``sampler.opening_plies``), a symmetric model (``algo.params.model_kwargs.symmetry``) and
+a distilled board search (``algo.params.search_game``) only where the game allows them.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from league.envs.base import MultiAgentEnv
 
 __all__ = ["MAX_FRAGMENT_BYTES", "bound_fragment_memory", "resolve_env_groups", "policy_group", "check_openings",
-           "check_symmetry"]
+           "check_symmetry", "check_search_game"]
 
 
 #: The most observation bytes one sampler's fragment may hold; larger configs are shrunk.
@@ -140,4 +140,24 @@ def check_symmetry(cfg: RunConfig, specs: Iterable[Any]) -> None:
                 f"algo.params.model_kwargs.symmetry={kind} ignored for env {cfg.env.name!r}: {err}", stacklevel=2
             )
             cfg.algo.params["model_kwargs"] = {k: v for k, v in kwargs.items() if k != "symmetry"}
+            return
+
+
+def check_search_game(cfg: RunConfig, specs: Iterable[Any]) -> None:
+    """Keep ``algo.params.search_game`` only where every spec in ``specs`` is that game's board.
+
+    Connect four's algorithm file picks it, and ``env.name=<another env>`` inherits it; there
+    it is dropped with a warning naming the env and why, as the symmetry is. An unknown
+    game name stays an error (the algorithm's config refuses it by name)."""
+    from league.algos.board_search import BOARD_GAMES, board_rules
+
+    game = cfg.algo.params.get("search_game")
+    if game is None or game not in BOARD_GAMES:
+        return
+    for spec in specs:
+        try:
+            board_rules(game, spec.obs_shape, spec.num_actions)
+        except ValueError as err:
+            warnings.warn(f"algo.params.search_game={game} ignored for env {cfg.env.name!r}: {err}", stacklevel=2)
+            cfg.algo.params["search_game"] = None
             return
