@@ -88,27 +88,6 @@ class OnePlyLookahead:
         return {"actions": np.where(action_mask > 0, q, -np.inf).argmax(1)}
 
 
-def random_positions(games: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Every position (observation, mask) of ``games`` uniformly random games."""
-    from league.envs import make_env
-    from league.policy import masked_uniform_actions
-
-    rng = np.random.default_rng(seed)
-    env = make_env("connect_four")
-    obs, masks = [], []
-    try:
-        for _ in range(games):
-            ts = env.reset(seed=int(rng.integers(2**31)))
-            while not ts.done:
-                agent = next(iter(ts.obs))
-                obs.append(ts.obs[agent])
-                masks.append(ts.masks[agent])
-                ts = env.step({agent: int(masked_uniform_actions(ts.masks[agent][None], rng)[0])})
-    finally:
-        env.close()
-    return np.stack(obs).astype(np.float32), np.stack(masks)
-
-
 def quantiles(x: np.ndarray) -> dict[str, float]:
     """Mean and the 10/25/50/75/90% quantiles, rounded."""
     qs = np.quantile(x, [0.1, 0.25, 0.5, 0.75, 0.9]) if len(x) else [float("nan")] * 5
@@ -121,9 +100,9 @@ def diagnose(policy: Any, spec: Any, games: int, openings: int, seed: int) -> li
     import torch
 
     from league.population.scripted import scripted_factory
-    from league.population.yardstick import connect_four_tactics, play_matches
+    from league.population.yardstick import connect_four_tactics, play_matches, random_play_positions
 
-    obs, masks = random_positions(games, seed)
+    obs, masks = random_play_positions("connect_four", games, seed)
     _, my_lines = drops(obs, masks, 0)
     _, their_lines = drops(obs, masks, 1)
     wins, threats = my_lines.any(-1), their_lines.any(-1)

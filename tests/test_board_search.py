@@ -11,22 +11,7 @@ from league.algos import make_algorithm
 from league.algos.board_search import BOARD_GAMES, board_rules, search_approved
 from league.algos.ppo import SEARCH_APPROVED, PPO_INPUTS
 from league.envs import make_env
-from league.policy import masked_uniform_actions
-
-
-def _positions(game: str, games: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    env = make_env(game)
-    obs, masks = [], []
-    for _ in range(games):
-        ts = env.reset(seed=int(rng.integers(2**31)))
-        while not ts.done:
-            agent = next(iter(ts.obs))
-            obs.append(ts.obs[agent])
-            masks.append(ts.masks[agent])
-            ts = env.step({agent: int(masked_uniform_actions(ts.masks[agent][None], rng)[0])})
-    env.close()
-    return np.stack(obs).astype(np.float32), np.stack(masks)
+from league.population.yardstick import random_play_positions
 
 
 def _has_line(board: np.ndarray, k: int) -> bool:
@@ -73,7 +58,7 @@ def _brute_force(obs: np.ndarray, mask: np.ndarray, game: str) -> np.ndarray:
 
 @pytest.mark.parametrize("game, games", [("connect_four", 25), ("tictactoe", 60)])
 def test_the_search_agrees_with_brute_force_on_every_position(game, games):
-    obs, masks = _positions(game, games, seed=1)
+    obs, masks = random_play_positions(game, games, seed=1)
     got = search_approved(torch.from_numpy(obs), torch.from_numpy(masks), BOARD_GAMES[game]).numpy()
     expected = np.stack([_brute_force(o, m, game) for o, m in zip(obs, masks)])
     assert (got == expected).all(), np.flatnonzero((got != expected).any(1))[:5]
@@ -101,7 +86,7 @@ def test_a_search_game_that_does_not_fit_the_agent_is_refused_by_name():
 
 
 def test_ppo_search_loss_raises_the_approved_moves_probability():
-    obs, masks = _positions("connect_four", 10, seed=2)
+    obs, masks = random_play_positions("connect_four", 10, seed=2)
     spec = make_env("connect_four").spec("player_0")
     algo = make_algorithm("ppo", spec, {"search_game": "connect_four", "search_coef": 1.0, "model": "conv", "entropy_coef": 0.0})
     model = algo.make_model()

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from league.population.scripted import _C4_BIT_VALUES, _c4_drop_bit, _c4_has_four
+from league.population.yardstick import random_play_positions
 
 _PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "diagnose_connect_four.py"
 _spec = importlib.util.spec_from_file_location("diagnose_connect_four", _PATH)
@@ -18,7 +19,7 @@ _spec.loader.exec_module(diagnose)
 
 @pytest.fixture(scope="module")
 def positions() -> tuple[np.ndarray, np.ndarray]:
-    return diagnose.random_positions(games=40, seed=3)
+    return random_play_positions("connect_four", games=40, seed=3)
 
 
 def _bitboard_wins(obs: np.ndarray, mask: np.ndarray, plane: int) -> list[set[int]]:

@@ -28,7 +28,8 @@ from league.envs import make_env
 from league.envs.base import MultiAgentEnv, TimeStep
 from league.policy import Policy, masked_uniform_actions
 
-__all__ = ["SeatRecord", "GameRecord", "MatchRecord", "play_matches", "TacticsRecord", "connect_four_tactics"]
+__all__ = ["SeatRecord", "GameRecord", "MatchRecord", "play_matches", "TacticsRecord", "connect_four_tactics",
+           "random_play_positions"]
 
 #: Draws of an opening before giving up: an opening that ends the game or pays a reward
 #: is drawn again (from the same generator, so both seatings still get the same one).
@@ -308,3 +309,22 @@ def connect_four_tactics(policy: Policy, positions: int = 500, seed: int = 0) ->
         return sum(int(a) in good for a, (_, _, good) in zip(actions, cases))
 
     return TacticsRecord(hits(wins), len(wins), hits(blocks), len(blocks))
+
+
+def random_play_positions(env_name: str, games: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Every position of ``games`` uniformly random games of a turn-based ``env_name``: the
+    mover's observations ``float32[N, ...]`` and action masks ``[N, A]``, in play order."""
+    rng = np.random.default_rng(seed)
+    env = make_env(env_name)
+    obs, masks = [], []
+    try:
+        for _ in range(games):
+            ts = env.reset(seed=int(rng.integers(2**31)))
+            while not ts.done:
+                agent = next(iter(ts.obs))
+                obs.append(ts.obs[agent])
+                masks.append(ts.masks[agent])
+                ts = env.step({agent: int(masked_uniform_actions(ts.masks[agent][None], rng)[0])})
+    finally:
+        env.close()
+    return np.stack(obs).astype(np.float32), np.stack(masks)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -119,6 +119,18 @@ def check_openings(cfg: RunConfig, env: MultiAgentEnv) -> None:
         cfg.env.opening_plies = 0
 
 
+def _unfit(cfg: RunConfig, setting: str, specs: Iterable[Any], check: Callable[[Any], object]) -> bool:
+    """Whether ``check(spec)`` refuses some spec in ``specs``; if so, warn that ``setting`` is
+    ignored for this env, with the check's reason."""
+    for spec in specs:
+        try:
+            check(spec)
+        except ValueError as err:
+            warnings.warn(f"{setting} ignored for env {cfg.env.name!r}: {err}", stacklevel=3)
+            return True
+    return False
+
+
 def check_symmetry(cfg: RunConfig, specs: Iterable[Any]) -> None:
     """Keep ``algo.params.model_kwargs.symmetry`` only where every spec in ``specs`` fits its group.
 
@@ -130,17 +142,9 @@ def check_symmetry(cfg: RunConfig, specs: Iterable[Any]) -> None:
 
     kwargs = cfg.algo.params.get("model_kwargs") or {}
     kind = kwargs.get("symmetry") if isinstance(kwargs, Mapping) else None
-    if kind is None or kind not in SYMMETRIES:
-        return
-    for spec in specs:
-        try:
-            symmetry_group(kind, spec.obs_shape, spec.num_actions)
-        except ValueError as err:
-            warnings.warn(
-                f"algo.params.model_kwargs.symmetry={kind} ignored for env {cfg.env.name!r}: {err}", stacklevel=2
-            )
-            cfg.algo.params["model_kwargs"] = {k: v for k, v in kwargs.items() if k != "symmetry"}
-            return
+    if isinstance(kind, str) and kind in SYMMETRIES and _unfit(cfg, f"algo.params.model_kwargs.symmetry={kind}", specs,
+                                     lambda spec: symmetry_group(kind, spec.obs_shape, spec.num_actions)):
+        cfg.algo.params["model_kwargs"] = {k: v for k, v in kwargs.items() if k != "symmetry"}
 
 
 def check_search_game(cfg: RunConfig, specs: Iterable[Any]) -> None:
@@ -152,12 +156,6 @@ def check_search_game(cfg: RunConfig, specs: Iterable[Any]) -> None:
     from league.algos.board_search import BOARD_GAMES, board_rules
 
     game = cfg.algo.params.get("search_game")
-    if game is None or game not in BOARD_GAMES:
-        return
-    for spec in specs:
-        try:
-            board_rules(game, spec.obs_shape, spec.num_actions)
-        except ValueError as err:
-            warnings.warn(f"algo.params.search_game={game} ignored for env {cfg.env.name!r}: {err}", stacklevel=2)
-            cfg.algo.params["search_game"] = None
-            return
+    if isinstance(game, str) and game in BOARD_GAMES and _unfit(cfg, f"algo.params.search_game={game}", specs,
+                                      lambda spec: board_rules(game, spec.obs_shape, spec.num_actions)):
+        cfg.algo.params["search_game"] = None
