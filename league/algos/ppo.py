@@ -1,8 +1,10 @@
 """Proximal Policy Optimisation (Schulman et al. 2017) with action masking.
 
 Clipped surrogate objective, GAE computed on the sampler, optionally clipped value
-loss, entropy bonus, minibatch SGD epochs and gradient-norm clipping. The whole update
-reads top to bottom in :meth:`PPO.learn`; the training loop is :meth:`PPO.plan_fragment`.
+loss, entropy bonus, minibatch SGD epochs and gradient-norm clipping; on k-in-a-row boards,
+optionally (``search_game``) a term that distils an exact two-ply search into the policy
+(:mod:`league.algos.board_search`). The whole update reads top to bottom in
+:meth:`PPO.learn`; the training loop is :meth:`PPO.plan_fragment`.
 
 On-policy by default. With ``ParallelRollouts(mode="async")`` each sampler keeps one
 ``sample()`` in flight while the learner trains, so the fragments that arrive right after
@@ -191,7 +193,8 @@ class PPO(GAEActorCritic):
 
     def stack_key(self) -> Hashable | None:
         """PPO policies whose configs agree on everything but ``lr`` can share one stacked update
-        (never with running normalisers, Box or MultiDiscrete actions: the stacked update keeps none of them)."""
+        (never with running normalisers, Box or MultiDiscrete actions or a distilled search: the stacked
+        update keeps none of them)."""
         cfg = self.config
         if cfg.normalize_obs or cfg.normalize_values or cfg.search_game is not None or not isinstance(self.dist, Categorical):
             return None
