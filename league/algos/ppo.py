@@ -182,7 +182,10 @@ class PPO(GAEActorCritic):
     def loss(self, model: nn.Module, mb: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, float]]:
         """Clipped surrogate + (clipped) value loss - entropy bonus on one minibatch."""
         loss, stats = ppo_loss_terms(self.config, model, mb, self.dist)
-        return loss, {name: float(v) for name, v in zip(PPO_STATS, stats.tolist())}
+        named = {name: float(v) for name, v in zip(PPO_STATS, stats.tolist())}
+        if self.search_rules is None:  # always 0 then: not a statistic of this run
+            del named["search_loss"]
+        return loss, named
 
     def _anneal_lr(self, state: PolicyState) -> None:
         cfg = self.config
@@ -216,9 +219,10 @@ class PPO(GAEActorCritic):
         for state in states:
             self._anneal_lr(state)
         loss_terms = functools.partial(ppo_loss_terms, cfg)
-        return stacked_minibatch_sgd(
+        results = stacked_minibatch_sgd(
             loss_terms, PPO_STATS, states, batches, PPO_INPUTS, cfg.num_epochs, cfg.minibatch_size, cfg.max_grad_norm, "PPO"
         )
+        return [{k: v for k, v in r.items() if k != "search_loss"} for r in results]  # stacking excludes the search
 
     def plan_fragment(self, rollouts: LocalIterator, learner: LearnerHandle, policy_ids: list[str]) -> LocalIterator:
         """Rollouts -> SelectExperiences -> ConcatBatches -> TrainOneStep (fresh rows only).
