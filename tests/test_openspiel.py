@@ -241,6 +241,22 @@ def test_equilibrium_is_unexploitable_and_states_are_mapped_correctly() -> None:
     assert 0.01 < mixed and mixed != pytest.approx(0.458333, abs=1e-3)
 
 
+@pytest.mark.parametrize("game_name", ["kuhn_poker", "leduc_poker", "kuhn_poker(players=3)"])
+def test_nash_conv_equals_openspiels_best_responses_on_random_policies(game_name: str) -> None:
+    # The vectorised best response must give OpenSpiel's numbers, for skewed random
+    # tables (deterministic-looking rows included) and for more than two players.
+    from open_spiel.python import policy as os_policy
+    from open_spiel.python.algorithms import exploitability as os_exploitability
+
+    game = pyspiel.load_game(game_name)
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        table = os_policy.TabularPolicy(game)
+        raw = rng.random(table.action_probability_array.shape) ** 4 * table.legal_actions_mask
+        table.action_probability_array = raw / raw.sum(axis=1, keepdims=True)
+        assert nash_conv(game, table) == pytest.approx(os_exploitability.nash_conv(game, table), abs=1e-9)
+
+
 def test_actor_critic_probabilities_are_masked_softmax() -> None:
     torch.manual_seed(0)
     model = MLPModel((30,), 3)
