@@ -371,6 +371,27 @@ def test_trueskill_updates() -> None:
     assert system.expected_score(winner, loser) > 0.5
 
 
+@pytest.mark.parametrize("settings", [{}, {"draw_probability": 0.3, "tau": 0.5}, {"draw_probability": 0.0, "beta": 2.0}])
+def test_trueskill_closed_form_equals_the_packages_factor_graph(settings: dict) -> None:
+    import trueskill
+
+    system = TrueSkill(**settings)
+    env = trueskill.TrueSkill(mu=system.mu, sigma=system.sigma, beta=system.beta, tau=system.tau,
+                              draw_probability=system.draw_probability)
+    rng = np.random.default_rng(0)
+    for i in range(300):
+        a = Rating(rng.normal(25, 15), rng.uniform(0.1, 10))
+        b = Rating(rng.normal(25, 15), rng.uniform(0.1, 10))
+        outcome = ("win", "draw", "loss")[i % 3]
+        if outcome == "draw" and system.draw_probability == 0.0:
+            continue  # the package refuses draws without a draw margin
+        ranks = {"win": [0, 1], "draw": [0, 0], "loss": [1, 0]}[outcome]
+        (ref_a,), (ref_b,) = env.rate([(env.create_rating(a.mu, a.sigma),), (env.create_rating(b.mu, b.sigma),)], ranks=ranks)
+        new_a, new_b = system.rate(a, b, outcome)
+        np.testing.assert_allclose([new_a.mu, new_a.sigma, new_b.mu, new_b.sigma],
+                                   [ref_a.mu, ref_a.sigma, ref_b.mu, ref_b.sigma], rtol=0, atol=1e-9)
+
+
 def test_rating_table_history_and_round_trip() -> None:
     table = RatingTable(Elo(k=32, initial_rating=1000.0))
     table.record("a", "b", "win", step=10)

