@@ -1,4 +1,5 @@
-// league._core.TicTacToeBatch / ConnectFourBatch: the Python handles of boards.h.
+// league._core.TicTacToeBatch / ConnectFourBatch / LeducPokerBatch: the Python handles of
+// game_batch.h over the games of boards.h and poker.h.
 // Every array argument is checked (dtype, shape, C order, writeable) with the GIL
 // held, so a wrong buffer is a ValueError naming it, never a stray write; actions are
 // checked for legality before any copy moves. The stepping runs with the GIL released.
@@ -6,12 +7,15 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <iterator>
 #include <string>
 #include <vector>
 
 #include "array_utils.h"
 #include "boards.h"
+#include "game_batch.h"
 #include "negamax.h"
+#include "poker.h"
 
 namespace py = pybind11;
 
@@ -38,11 +42,27 @@ T* checked(const py::handle& obj, const char* what, const std::vector<py::ssize_
   return static_cast<T*>(write ? a.mutable_data() : const_cast<void*>(a.data()));
 }
 
+// [n, *G::kObsShape]: the shape of a batch of G's observations.
 template <class G>
-void bind_game(py::module_& m, const char* name, const char* doc) {
-  using B = boards::Batch<G>;
+std::vector<py::ssize_t> obs_shape(py::ssize_t n) {
+  std::vector<py::ssize_t> shape{n};
+  for (int d : G::kObsShape) shape.push_back(d);
+  return shape;
+}
+
+template <class G>
+py::tuple obs_shape_tuple() {
+  py::tuple t(std::size(G::kObsShape));
+  for (size_t d = 0; d < std::size(G::kObsShape); ++d) t[d] = G::kObsShape[d];
+  return t;
+}
+
+// The methods every game's batch has; returns the class for game-specific additions.
+template <class G>
+py::class_<Batch<G>> bind_game(py::module_& m, const char* name, const char* doc) {
+  using B = Batch<G>;
   const py::ssize_t A = G::kActions;
-  py::class_<B>(m, name, doc)
+  return py::class_<B>(m, name, doc)
       .def(py::init([](int64_t n, uint64_t seed) {
              if (n < 1) throw py::value_error("num_envs must be >= 1, got " + std::to_string(n));
              return new B(n, seed);
@@ -54,8 +74,10 @@ void bind_game(py::module_& m, const char* name, const char* doc) {
           [](B& b, int plies) {
             if (plies < 0 || plies > G::kMaxOpening)
               throw py::value_error("opening_plies must be in 0.." + std::to_string(G::kMaxOpening) +
-                                    " for this game (more could decide it before either player acts), got " +
-                                    std::to_string(plies));
+                                    " for this game (" +
+                                    (G::kMaxOpening ? "more could decide it before either player acts"
+                                                    : "it offers no random openings") +
+                                    "), got " + std::to_string(plies));
             b.set_opening_plies(plies);
           },
           "Games begun from now on open with 0..opening_plies uniformly random legal moves.")
@@ -69,13 +91,13 @@ void bind_game(py::module_& m, const char* name, const char* doc) {
           },
           py::arg("out"), "Write a uniformly random legal action of every copy into out (int64[num_envs]).")
       .def_property_readonly("num_envs", &B::size)
-      .def_property_readonly_static("shape", [](py::object) { return py::make_tuple(G::kRows, G::kCols, 2); })
+      .def_property_readonly_static("shape", [](py::object) { return obs_shape_tuple<G>(); })
       .def_property_readonly_static("num_actions", [](py::object) { return G::kActions; })
       .def(
           "observe",
           [A](B& b, py::handle obs, py::handle mask, py::handle agent) {
             const py::ssize_t n = b.size();
-            float* o = checked<float>(obs, "obs", {n, G::kRows, G::kCols, 2}, true);
+            float* o = checked<float>(obs, "obs", obs_shape<G>(n), true);
             int8_t* k = checked<int8_t>(mask, "mask", {n, A}, true);
             int64_t* g = checked<int64_t>(agent, "agent", {n}, true);
             py::gil_scoped_release release;
@@ -92,22 +114,12 @@ void bind_game(py::module_& m, const char* name, const char* doc) {
           },
           py::arg("index"), "Start a new game in copy `index`.")
       .def(
-          "cells",
-          [](const B& b, int64_t i) {
-            if (i < 0 || i >= b.size()) throw py::value_error("copy index " + std::to_string(i) + " out of range");
-            const G& g = b.game(i);
-            std::string cells(G::kCells, '\0');
-            for (int k = 0; k < G::kCells; ++k) cells[static_cast<size_t>(k)] = static_cast<char>(g.cell(k));
-            return py::bytes(cells);
-          },
-          py::arg("index"), "Copy `index`'s cells: 0 empty, 1 + agent index of the owner.")
-      .def(
           "step",
           [A](B& b, py::handle actions, py::handle obs, py::handle mask, py::handle agent, py::handle rewards,
               py::handle done) {
             const py::ssize_t n = b.size();
             const int64_t* act = checked<int64_t>(actions, "actions", {n}, false);
-            float* o = checked<float>(obs, "obs", {n, G::kRows, G::kCols, 2}, true);
+            float* o = checked<float>(obs, "obs", obs_shape<G>(n), true);
             int8_t* k = checked<int8_t>(mask, "mask", {n, A}, true);
             int64_t* g = checked<int64_t>(agent, "agent", {n}, true);
             float* r = checked<float>(rewards, "rewards", {n, 2}, true);
@@ -131,6 +143,24 @@ void bind_game(py::module_& m, const char* name, const char* doc) {
           },
           py::arg("actions"), py::arg("obs"), py::arg("mask"), py::arg("agent"), py::arg("rewards"), py::arg("done"),
           "One move per copy; writes the next state (a finished copy's new game) and each copy's rewards by agent.");
+}
+
+void check_index(int64_t i, int64_t n) {
+  if (i < 0 || i >= n) throw py::value_error("copy index " + std::to_string(i) + " out of range");
+}
+
+template <class G>
+void bind_board(py::module_& m, const char* name, const char* doc) {
+  bind_game<G>(m, name, doc).def(
+      "cells",
+      [](const Batch<G>& b, int64_t i) {
+        check_index(i, b.size());
+        const G& g = b.game(i);
+        std::string cells(G::kCells, '\0');
+        for (int k = 0; k < G::kCells; ++k) cells[static_cast<size_t>(k)] = static_cast<char>(g.cell(k));
+        return py::bytes(cells);
+      },
+      py::arg("index"), "Copy `index`'s cells: 0 empty, 1 + agent index of the owner.");
 }
 
 }  // namespace
@@ -161,8 +191,17 @@ void bind_negamax(py::module_& m) {
 
 void bind_boards(py::module_& m) {
   bind_negamax(m);
-  bind_game<boards::TicTacToe>(m, "TicTacToeBatch", "N tic-tac-toe games (PettingZoo tictactoe_v3 rules).");
-  bind_game<boards::ConnectFour>(m, "ConnectFourBatch", "N connect-four games (PettingZoo connect_four_v3 rules).");
+  bind_board<boards::TicTacToe>(m, "TicTacToeBatch", "N tic-tac-toe games (PettingZoo tictactoe_v3 rules).");
+  bind_board<boards::ConnectFour>(m, "ConnectFourBatch", "N connect-four games (PettingZoo connect_four_v3 rules).");
+  bind_game<poker::Leduc>(m, "LeducPokerBatch", "N Leduc poker games (OpenSpiel leduc_poker rules and information-state tensors).")
+      .def(
+          "cards",
+          [](const Batch<poker::Leduc>& b, int64_t i) {
+            check_index(i, b.size());
+            const poker::Leduc& g = b.game(i);
+            return py::make_tuple(g.private_card[0], g.private_card[1], g.public_card);
+          },
+          py::arg("index"), "Copy `index`'s cards: player 0's, player 1's and the public one (-1 before it is dealt).");
 }
 
 }  // namespace league

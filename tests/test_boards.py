@@ -1,4 +1,5 @@
-"""C++ board games (league.envs.boards) against PettingZoo, move by move, and their input checks."""
+"""C++ board games (league.envs.boards) against PettingZoo, move by move, and their input checks.
+(Leduc poker, the C++ game that is not a board: tests/test_poker.py.)"""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from league.envs.batched import VectorizedEnv
 from league.envs.boards import BOARD_GAMES, BoardBatchedEnv, BoardEnv
 from league.policy import masked_uniform_actions
 
-GAMES = sorted(BOARD_GAMES)
+GAMES = sorted(name for name, game in BOARD_GAMES.items() if game.planes)  # poker: tests/test_poker.py
 
 
 def _rows_of(ts, agents):

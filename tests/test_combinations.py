@@ -98,6 +98,29 @@ def test_every_algorithm_under_every_recipe_trains_snapshots_evaluates_and_resum
     assert set(again["snapshots"]) >= set(summary["snapshots"]) - {s for s in summary["snapshots"] if recipe == "selfplay"}
 
 
+@pytest.mark.parametrize("recipe", ["psro", "selfplay"])
+@pytest.mark.parametrize("algo", ["ppo", "dqn"])
+def test_leduc_on_the_cpp_backend_trains_snapshots_and_logs_exact_exploitability(algo, recipe, tmp_path, monkeypatch):
+    """env=leduc_poker samples the C++ game (backend auto) while OpenSpiel scores it exactly."""
+    from league.envs.boards import BoardBatchedEnv
+
+    built: list[str] = []
+    original = BoardBatchedEnv.__init__
+
+    def recording(self, name, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003
+        built.append(name)
+        original(self, name, *args, **kwargs)
+
+    monkeypatch.setattr(BoardBatchedEnv, "__init__", recording)
+    values = _values(algo, recipe, env="leduc_poker", league={"exploitability_interval": 2})
+    trainer, summary = _run(values, tmp_path / "run")
+    assert built and set(built) == {"leduc_poker"}
+    rows = _rows(tmp_path / "run")
+    logged = [v for r in rows for k, v in r.items() if k.startswith("exploitability")]
+    assert logged and summary["snapshots"]
+    assert all(0.0 <= v < 14.0 for row in logged for v in (row.values() if isinstance(row, dict) else [row]))
+
+
 @pytest.mark.parametrize("algo", ["ppo", "dqn"])
 def test_kuhn_poker_psro_logs_exact_exploitability(algo, tmp_path):
     values = _values(algo, "psro", env="kuhn_poker", league={"exploitability_interval": 2})

@@ -1,18 +1,23 @@
-"""Tic-tac-toe and connect four in C++ (``league._core``), batched and single-copy.
+"""Two-player games in C++ (``league._core``), batched and single-copy: tic-tac-toe,
+connect four and Leduc poker.
 
-Rules, agents, rewards and observations are PettingZoo's (``tictactoe_v3``,
-``connect_four_v3``) as this project's PettingZoo adapter hands them over: float32
-``[3, 3, 2]`` / ``[6, 7, 2]`` planes (the mover's pieces first), int8 masks, +1/-1 to the
-winner/loser after the deciding move and 0/0 for a draw, the first agent moving first.
-``tests/test_boards.py`` checks it move by move against PettingZoo over thousands of
-random games, so a policy trained on one backend plays on the other.
+Rules, agents, rewards and observations are those this project's adapters hand over for
+the same games: PettingZoo's ``tictactoe_v3`` and ``connect_four_v3`` (float32
+``[3, 3, 2]`` / ``[6, 7, 2]`` planes, the mover's pieces first; +1/-1 to the winner/loser
+after the deciding move and 0/0 for a draw) and OpenSpiel's ``leduc_poker`` (its
+float32 ``[30]`` information-state tensor; each player's chips won or lost when the hand
+ends; the cards dealt in C++). Int8 masks; the first agent moves first.
+``tests/test_boards.py`` and ``tests/test_poker.py`` check them move by move against
+PettingZoo and OpenSpiel over thousands of random games, so a policy trained on one
+backend plays on the other, and OpenSpiel's exact evaluation scores what the C++ game
+trained.
 
 * :class:`BoardBatchedEnv`: N copies under the batched contract
   (:mod:`league.envs.batched`), one C++ call per step with the GIL released.
 * :class:`BoardEnv`: one copy under the :class:`~league.envs.base.MultiAgentEnv`
   contract (what ``make_env(name, backend="cpp")`` builds; evaluation uses it).
 
-One difference from PettingZoo: an illegal action raises ``ValueError`` (PettingZoo's
+One difference from the adapters: an illegal action raises ``ValueError`` (PettingZoo's
 wrapper ends the game with -1 for the offender); policies never pick one.
 """
 
@@ -32,11 +37,15 @@ __all__ = ["BACKENDS", "BOARD_GAMES", "BoardGame", "BoardBatchedEnv", "BoardEnv"
 
 @dataclass(frozen=True)
 class BoardGame:
-    """One C++ board game: its core class and PettingZoo's agent names."""
+    """One C++ game: its core class, its adapter's agent names, the most moves a game
+    can last, and whether its observations are board planes (the other agent's view is
+    then the planes swapped)."""
 
     name: str
     core: Any
     agents: tuple[str, str]
+    longest_game: int
+    planes: bool = True
 
     @property
     def spec(self) -> AgentSpec:
@@ -46,8 +55,9 @@ class BoardGame:
 
 #: The games with a C++ backend, by registered env name.
 BOARD_GAMES: dict[str, BoardGame] = {
-    "tictactoe": BoardGame("tictactoe", _core.TicTacToeBatch, ("player_1", "player_2")),
-    "connect_four": BoardGame("connect_four", _core.ConnectFourBatch, ("player_0", "player_1")),
+    "tictactoe": BoardGame("tictactoe", _core.TicTacToeBatch, ("player_1", "player_2"), 9),
+    "connect_four": BoardGame("connect_four", _core.ConnectFourBatch, ("player_0", "player_1"), 42),
+    "leduc_poker": BoardGame("leduc_poker", _core.LeducPokerBatch, ("player_0", "player_1"), 8, planes=False),
 }
 
 
@@ -55,7 +65,7 @@ def _game(name: str) -> BoardGame:
     try:
         return BOARD_GAMES[name]
     except KeyError:
-        raise ValueError(f"no C++ board game {name!r}; C++ games: {sorted(BOARD_GAMES)}") from None
+        raise ValueError(f"no C++ game {name!r}; C++ games: {sorted(BOARD_GAMES)}") from None
 
 
 def as_actions(actions: Any, n: int, what: str) -> np.ndarray:
@@ -71,10 +81,10 @@ def as_actions(actions: Any, n: int, what: str) -> np.ndarray:
 
 class BoardBatchedEnv(BatchedMultiAgentEnv):
     """``num_envs`` copies of a C++ board game; one row per copy (the agent to move).
-    ``seed`` seeds :meth:`random_actions` and the openings (the games have no other
-    randomness). ``opening_plies``: every game opens with 0..opening_plies uniformly random
-    legal moves, drawn in C++ (exploring starts, :mod:`league.envs.openings`; at most 4 for
-    tic-tac-toe and 6 for connect four, so an opening never decides a game).
+    ``seed`` seeds :meth:`random_actions`, the openings and the poker deals.
+    ``opening_plies``: every game opens with 0..opening_plies uniformly random legal
+    moves, drawn in C++ (exploring starts, :mod:`league.envs.openings`; at most 4 for
+    tic-tac-toe and 6 for connect four, so an opening never decides a game; none for poker).
 
     The returned :class:`BatchStep` arrays are this env's own buffers, overwritten by the
     next ``step``. Rewards, ``done`` and the next state are PettingZoo's; a finished copy
@@ -107,7 +117,9 @@ class BoardBatchedEnv(BatchedMultiAgentEnv):
         self._terminated = np.broadcast_to(self._done.view(bool)[:, None], (n, 2))
 
     def reset(self, seed: int | None = None) -> BatchStep:
-        """A new game in every copy (the games have no randomness: ``seed`` changes nothing)."""
+        """A new game in every copy; ``seed`` reseeds the generator of deals and openings."""
+        if seed is not None:
+            self._core.seed(int(seed))
         self._core.reset_all()
         self._core.observe(self._obs, self._mask, self._agent)
         self._rewards[:] = 0.0
@@ -140,18 +152,29 @@ class BoardEnv(MultiAgentEnv):
     PettingZoo adapter reports the same game (agents, rewards, masks, truncation).
 
     Args:
-        name: ``tictactoe`` or ``connect_four``.
+        name: ``tictactoe``, ``connect_four`` or ``leduc_poker``.
         max_episode_steps: truncate both agents after this many moves (with final
             observations; the agent not to move gets an all-ones mask, as in the adapter).
+            Board games only: a poker hand cut short has no final view for the other
+            player here, so for poker it must not be shorter than the longest hand.
+        seed: seeds the poker deals (None: fresh entropy).
     """
 
-    def __init__(self, name: str, max_episode_steps: int | None = None) -> None:
+    def __init__(self, name: str, max_episode_steps: int | None = None, seed: int | None = None) -> None:
         if max_episode_steps is not None and (
             isinstance(max_episode_steps, bool) or not isinstance(max_episode_steps, (int, np.integer))
             or max_episode_steps < 1
         ):
             raise ValueError(f"max_episode_steps must be a positive int or None, got {max_episode_steps!r}")
-        self._batch = BoardBatchedEnv(name, 1)
+        game = _game(name)
+        if not game.planes and max_episode_steps is not None and max_episode_steps < game.longest_game:
+            raise ValueError(
+                f"env {name} lasts up to {game.longest_game} moves and cannot be truncated after {max_episode_steps} "
+                "on the C++ backend; leave max_episode_steps unset or use env.backend=pettingzoo"
+            )
+        if seed is None:  # unseeded deals differ from env to env, as the OpenSpiel adapter's do
+            seed = int(np.random.SeedSequence().generate_state(1)[0])
+        self._batch = BoardBatchedEnv(name, 1, seed=int(seed))
         self.name = name
         self.max_episode_steps = None if max_episode_steps is None else int(max_episode_steps)
         self.possible_agents = list(self._batch.possible_agents)
@@ -159,13 +182,13 @@ class BoardEnv(MultiAgentEnv):
         self._steps = 0
 
     def spec(self, agent: str) -> AgentSpec:
-        """Both agents' spec (PettingZoo's observation and action spaces, preprocessed)."""
+        """Both agents' spec (the adapter's observation and action spaces, preprocessed)."""
         if agent not in self.possible_agents:
             raise ValueError(f"env {self.name}: unknown agent {agent!r}; possible agents: {self.possible_agents}")
         return self._batch.agent_spec
 
     def reset(self, seed: int | None = None) -> TimeStep:
-        """A new game; the first agent moves."""
+        """A new game (``seed`` reseeds the deals); the first agent moves."""
         bs = self._batch.reset(seed)
         self._steps = 0
         return self._settle(bs, TimeStep(obs={}, masks={}))

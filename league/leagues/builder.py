@@ -87,6 +87,9 @@ def make_league(
 
         fixed = {pid: (scripted_factory(pid, spec, league.negamax_depth), share) for pid, share in league.fixed_opponents.items()}
         return PolicyPairs(list(algorithms), PayoffTable(decay=league.payoff_decay, min_games=league.payoff_min_games), fixed)
+    game = openspiel_game_of(cfg.env.name)
+    if league.exploitability_interval and game is None:
+        raise ValueError(f"league.exploitability_interval needs an OpenSpiel env (kuhn_poker, leduc_poker...), not '{cfg.env.name}'")
     if league.recipe == "selfplay":
         main = next(iter(algorithms))
         pool = SelfPlayPool(
@@ -100,9 +103,9 @@ def make_league(
         from league.leagues.selfplay import SelfPlayLeague
 
         fixed = {pid: scripted_factory(pid, spec, league.negamax_depth) for pid in league.fixed_opponents}
-        return SelfPlayLeague(pool, algorithms[main], fixed, league.snapshot_steps)
+        exact = _exact_evaluator(cfg) if game is not None and league.exploitability_interval else None
+        return SelfPlayLeague(pool, algorithms[main], fixed, league.snapshot_steps, exact, league.exploitability_interval)
 
-    game = openspiel_game_of(cfg.env.name)
     if league.meta_game == "exact" and game is None:
         raise ValueError(f"league.meta_game 'exact' needs an OpenSpiel env, not '{cfg.env.name}'")
     if game is None and league.meta_game_episodes and league.recipe in ("pfsp", "psro") and not cfg.eval.interval:
@@ -113,8 +116,6 @@ def make_league(
             "but eval.interval is 0: opponents stay uniform over the frozen players. Set eval.interval > 0.",
             stacklevel=2,
         )
-    if league.exploitability_interval and game is None:
-        raise ValueError(f"league.exploitability_interval needs an OpenSpiel env (kuhn_poker, leduc_poker...), not '{cfg.env.name}'")
     exact = None
     if game is not None and (league.meta_game != "empirical" or league.exploitability_interval):
         exact = _exact_evaluator(cfg)  # with an empirical meta-game: for exploitability only

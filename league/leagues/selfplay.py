@@ -16,6 +16,7 @@ from league.population.selfplay import SelfPlayPool
 from league.sampling.matchups import MatchupSource
 
 if TYPE_CHECKING:
+    from league.leagues.exact import ExactMetaGame
     from league.learn.algorithm import Algorithm
 
 __all__ = ["SelfPlayLeague"]
@@ -35,10 +36,22 @@ class SelfPlayLeague(TrainingLeague):
         algorithm: the learning policy's algorithm (it builds snapshot policies too).
         fixed: factories of the fixed members (e.g. ``{"random": RandomPolicyFactory()}``).
         snapshot_steps: main's sampled agent steps between snapshots (0: never).
+        exact: the exact evaluator of an OpenSpiel game: main's exploitability is then
+            logged every ``exploitability_interval`` iterations (0: never).
     """
 
-    def __init__(self, pool: SelfPlayPool, algorithm: Algorithm, fixed: Mapping[str, PolicyFactory], snapshot_steps: int) -> None:
+    def __init__(
+        self,
+        pool: SelfPlayPool,
+        algorithm: Algorithm,
+        fixed: Mapping[str, PolicyFactory],
+        snapshot_steps: int,
+        exact: ExactMetaGame | None = None,
+        exploitability_interval: int = 0,
+    ) -> None:
         self.pool = pool
+        self.exact = exact
+        self.exploitability_interval = int(exploitability_interval)
         self.algorithm = algorithm
         self.fixed = dict(fixed)
         self.snapshot_steps = int(snapshot_steps)
@@ -98,11 +111,15 @@ class SelfPlayLeague(TrainingLeague):
         resolve_lenient(calls, samplers * (len(calls) // max(1, len(samplers))))  # a restarting sampler gets the league from its hook
 
     def metrics(self, iteration: int, learner: LearnerHandle) -> dict[str, Any]:
-        """The number of snapshots in the pool, those taken since the last row, evictions so far."""
+        """The number of snapshots in the pool, those taken since the last row, evictions so far;
+        main's exact exploitability every ``exploitability_interval`` iterations."""
         new, self._new = self._new, []
         out: dict[str, Any] = {"snapshots": len(self.pool.snapshots), "new_snapshots": new, "snapshots_evicted": self.evicted}
         if self.ratings:
             out["ratings"] = {"openskill": self.ratings.table()}
+        if self.exact is not None and self.exploitability_interval and iteration % self.exploitability_interval == 0:
+            main = self.pool.main
+            out["exploitability"] = {main: self.exact.exploitability(self.algorithm, learner.get_weights([main])[main])}
         return out
 
     def state(self) -> dict[str, Any]:
