@@ -1,4 +1,5 @@
-"""Board games in C++ (league.envs.boards) vs numpy vs PettingZoo, and the batched sampler.
+"""Board games in C++ (league.envs.boards) vs numpy vs PettingZoo, and the batched sampler;
+Leduc poker in C++ vs OpenSpiel through the adapter.
 
 Figures (one JSON object per line, each with ``cores`` and ``load_avg_1m``: figures taken
 while other processes load the machine say so there):
@@ -24,6 +25,12 @@ while other processes load the machine say so there):
   default, and 128 x 32, what the board games' env files use; connect four, cpp backend)
   spend their time, by cProfile: the C++ env step, policy
   forwards, GAE, and the rest (row bookkeeping, batch assembly).
+
+* ``poker_env_only``: random legal moves in leduc poker on one core, ``cpp`` (N copies per
+  call, deals drawn in C++) against ``openspiel`` (one OpenSpiel game through the
+  project's adapter, ``make_env(..., backend="pettingzoo")``); and ``sampler`` rows for
+  leduc on both backends, at env=leduc_poker's 256 copies x 8 moves (cpp) and the sampler
+  default 32 x 64 (both).
 
 Usage: ``python benchmarks/bench_boards.py [--seconds 1.0] [--rounds 3] [--quick]``
 """
@@ -172,6 +179,40 @@ def env_only(game: str, n: int, seconds: float, rounds: int) -> list[dict]:
     return out
 
 
+def poker_env_only(n: int, seconds: float, rounds: int) -> list[dict]:
+    """Leduc poker: the C++ batch vs OpenSpiel's game through the adapter, random legal moves."""
+    rng = np.random.default_rng(0)
+    cpp = BoardBatchedEnv("leduc_poker", n, seed=0)
+    cpp.reset()
+
+    def cpp_step() -> int:
+        cpp.step(cpp.random_actions())
+        return n
+
+    adapter = make_env("leduc_poker", backend="pettingzoo")
+    state = [adapter.reset(seed=0)]
+
+    def adapter_step() -> int:
+        ts = state[0]
+        (agent,) = ts.obs
+        ts = adapter.step({agent: int(masked_uniform_actions(ts.masks[agent][None], rng)[0])})
+        state[0] = adapter.reset() if ts.done else ts
+        return 1
+
+    rates = {"cpp": [], "openspiel": []}
+    for _ in range(rounds):
+        rates["cpp"].append(_rate(cpp_step, seconds))
+        rates["openspiel"].append(_rate(adapter_step, seconds))
+    medians = {impl: statistics.median(r[0] for r in rs) for impl, rs in rates.items()}
+    return [
+        {"figure": "poker_env_only", "game": "leduc_poker", "impl": impl, "num_envs": n if impl == "cpp" else 1,
+         "steps_per_s": round(medians[impl]), "steps_per_cpu_s": round(statistics.median(r[1] for r in rates[impl])),
+         **({"speedup_vs_openspiel": round(medians["cpp"] / medians["openspiel"], 1)} if impl == "cpp" else {}),
+         **_context()}
+        for impl in rates
+    ]
+
+
 # -------------------------------------------------------------------------------- sampler
 class PerChunkGAE:
     """PPO's factory without ``postprocess_segments``: GAE chunk by chunk (``postprocess_trajectory``),
@@ -270,6 +311,10 @@ def main() -> None:
             for segments in (True, False):
                 print(json.dumps(sampler(game, "cpp", segments, num_envs, fragment, args.seconds * 2)), flush=True)
         print(json.dumps(sampler(game, "pettingzoo", False, 16, 64, args.seconds * 2)), flush=True)
+    for row in poker_env_only(1024, args.seconds, args.rounds):
+        print(json.dumps(row), flush=True)
+    for backend, num_envs, fragment in (("cpp", 256, 8), ("cpp", 32, 64), ("pettingzoo", 32, 64)):
+        print(json.dumps(sampler("leduc_poker", backend, True, num_envs, fragment, args.seconds * 2)), flush=True)
     # configs/sampler/default.yaml (32 envs x 64 steps) and the board games' env files (128 x 32)
     for num_envs, fragment in ((32, 64), (128, 32)):
         print(json.dumps(sampler("connect_four", "cpp", True, num_envs, fragment, args.seconds * 2)), flush=True)

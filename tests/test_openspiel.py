@@ -17,6 +17,7 @@ from league.envs.openspiel_env import OpenSpielEnv  # noqa: E402
 from league.policy import Policy, RandomPolicy, RandomPolicyFactory  # noqa: E402
 from league.population.exploitability import (  # noqa: E402
     action_probabilities,
+    best_response_policy,
     exploitability,
     nash_conv,
     tabular_policy,
@@ -255,6 +256,27 @@ def test_nash_conv_equals_openspiels_best_responses_on_random_policies(game_name
         raw = rng.random(table.action_probability_array.shape) ** 4 * table.legal_actions_mask
         table.action_probability_array = raw / raw.sum(axis=1, keepdims=True)
         assert nash_conv(game, table) == pytest.approx(os_exploitability.nash_conv(game, table), abs=1e-9)
+
+
+@pytest.mark.parametrize("game_name", ["kuhn_poker", "leduc_poker"])
+def test_best_response_policy_is_pure_legal_and_attains_openspiels_best_response_value(game_name: str) -> None:
+    from open_spiel.python import policy as os_policy
+    from open_spiel.python.algorithms import best_response, expected_game_score
+
+    game = pyspiel.load_game(game_name)
+    table = os_policy.TabularPolicy(game)
+    raw = np.random.default_rng(1).random(table.action_probability_array.shape) ** 3 * table.legal_actions_mask
+    table.action_probability_array = raw / raw.sum(axis=1, keepdims=True)
+    br = best_response_policy(game, table)
+    probs = br.action_probability_array
+    assert set(np.unique(probs)) <= {0.0, 1.0} and (probs.sum(axis=1) == 1).all()
+    assert (probs <= br.legal_actions_mask).all()
+    for player in (0, 1):
+        seats = [table, table]
+        seats[player] = br
+        attained = expected_game_score.policy_value(game.new_initial_state(), seats)[player]
+        best = best_response.BestResponsePolicy(game, player, table).value(game.new_initial_state())
+        assert attained == pytest.approx(best, abs=1e-9)
 
 
 def test_actor_critic_probabilities_are_masked_softmax() -> None:

@@ -410,6 +410,26 @@ def test_rating_table_history_and_round_trip() -> None:
     assert isinstance(restored.system, Elo) and restored.system.initial_rating == 1000.0
 
 
+def test_rating_history_is_thinned_within_its_bound_keeping_each_curves_span() -> None:
+    table = RatingTable(Elo(), max_history=40)
+    firsts: dict[str, int] = {}
+    for step in range(1, 300):
+        a, b = ("p", "q") if step % 3 else ("p", "r")
+        for pid in (a, b):
+            firsts.setdefault(pid, step)
+        table.record(a, b, "win" if step % 2 else "loss", step)
+        assert len(table.history) <= 40
+    for pid in ("p", "q", "r"):
+        rows = table.history_of(pid)
+        steps = [step for step, _ in rows]
+        assert steps == sorted(steps) and len(rows) >= 5
+        assert steps[0] == firsts[pid]  # the curve still starts where the player did
+        assert rows[-1][1] == table.rating(pid)  # and ends at its current rating
+    assert table.history_of("p")[-1][0] == 299
+    with pytest.raises(ValueError, match="max_history"):
+        RatingTable(Elo(), max_history=1)
+
+
 def test_trueskill_table_round_trip_and_unknown_system() -> None:
     table = RatingTable(TrueSkill(draw_probability=0.2))
     table.record("x", "y", "loss", step=3)

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-__all__ = ["BoardRules", "BOARD_GAMES", "board_rules", "search_approved", "threat_cells"]
+__all__ = ["BoardRules", "BOARD_GAMES", "board_rules", "check_search_game", "search_approved", "threat_cells"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,12 @@ BOARD_GAMES = {
 }
 
 
+def check_search_game(game: str | None) -> None:
+    """Config check: ``game`` is null or a game this search reads (ValueError naming the known ones)."""
+    if game is not None and game not in BOARD_GAMES:
+        raise ValueError(f"search_game must be one of {sorted(BOARD_GAMES)} or null (no search), got {game!r}")
+
+
 def board_rules(game: str, obs_shape: Sequence[int], num_actions: int) -> BoardRules:
     """The rules of ``game``, checked against the agent's observation shape and action count.
 
@@ -65,8 +71,7 @@ def board_rules(game: str, obs_shape: Sequence[int], num_actions: int) -> BoardR
         ValueError: an unknown game, or observations/actions that are not that game's
             (e.g. the search named for an env it does not fit).
     """
-    if game not in BOARD_GAMES:
-        raise ValueError(f"unknown search_game {game!r}; known: {sorted(BOARD_GAMES)} (or null for no search)")
+    check_search_game(game)
     rules = BOARD_GAMES[game]
     if tuple(obs_shape) != (rules.rows, rules.cols, 2) or num_actions != rules.num_actions:
         raise ValueError(

@@ -34,7 +34,7 @@ import torch
 from torch import nn
 
 from league.algos.actor_critic import VALUE_SCALE, ActorCriticOptions, GAEActorCritic
-from league.algos.board_search import BOARD_GAMES, BoardRules, board_rules, search_approved
+from league.algos.board_search import BoardRules, board_rules, check_search_game, search_approved
 from league.learn.algorithm import PolicyState, batch_to_tensors
 from league.algos.distributions import MASKED_LOGIT, ActionDist, Categorical, masked_log_probs
 from league.algos.schedules import LinearSchedule
@@ -90,8 +90,7 @@ class PPOConfig(ActorCriticOptions):
             raise ValueError(f"ppo.gamma and ppo.lam must lie in [0, 1], got {self.gamma}, {self.lam}")
         if not self.search_coef >= 0:
             raise ValueError(f"ppo.search_coef must be >= 0, got {self.search_coef}")
-        if self.search_game is not None and self.search_game not in BOARD_GAMES:
-            raise ValueError(f"ppo.search_game must be one of {sorted(BOARD_GAMES)} or null, got {self.search_game!r}")
+        check_search_game(self.search_game)
 
 
 #: Names of the statistics :func:`ppo_loss_terms` returns, in order.
@@ -159,13 +158,12 @@ class PPO(GAEActorCritic):
 
     def __init__(self, agent_spec: AgentSpec, config: Mapping[str, Any] | None = None) -> None:
         super().__init__(agent_spec, config)
-        self.search_rules  # a search_game that does not fit this agent fails here, by name
-
-    @functools.cached_property
-    def search_rules(self) -> BoardRules | None:
-        """The rules of ``search_game`` for this agent (checked against its spec), or None."""
-        game, spec = self.config.search_game, self.agent_spec
-        return None if game is None else board_rules(game, spec.obs_shape, spec.num_actions)
+        game = self.config.search_game
+        #: The rules of ``search_game`` for this agent, or None: a game that does not fit the
+        #: agent's observations and actions fails here, by name.
+        self.search_rules: BoardRules | None = (
+            None if game is None else board_rules(game, agent_spec.obs_shape, agent_spec.num_actions)
+        )
 
     def learn(self, state: PolicyState, batch: SampleBatch) -> dict[str, float]:
         """``num_epochs`` passes of shuffled minibatch SGD on the clipped PPO loss."""
