@@ -124,6 +124,22 @@ class NumpyBoards:
         return obs, mask, rewards, done
 
 
+def adapter_stepper(game: str, rng: np.random.Generator) -> Callable[[], int]:
+    """One random legal move at a time in one copy of ``game`` through the project's adapter
+    (``make_env(..., backend="pettingzoo")``), restarting finished games; returns 1 a call."""
+    env = make_env(game, backend="pettingzoo")
+    state = [env.reset(seed=0)]
+
+    def step() -> int:
+        ts = state[0]
+        (agent,) = ts.obs
+        ts = env.step({agent: int(masked_uniform_actions(ts.masks[agent][None], rng)[0])})
+        state[0] = env.reset() if ts.done else ts
+        return 1
+
+    return step
+
+
 def env_only(game: str, n: int, seconds: float, rounds: int) -> list[dict]:
     """cpp vs numpy (paired rounds) vs PettingZoo through the adapter."""
     rng = np.random.default_rng(0)
@@ -145,15 +161,7 @@ def env_only(game: str, n: int, seconds: float, rounds: int) -> list[dict]:
         np_mask[0] = npy.step(masked_uniform_actions(np_mask[0], rng))[1]
         return n
 
-    pz = make_env(game, backend="pettingzoo")
-    state = [pz.reset(seed=0)]
-
-    def pz_step() -> int:
-        ts = state[0]
-        (agent,) = ts.obs
-        ts = pz.step({agent: int(masked_uniform_actions(ts.masks[agent][None], rng)[0])})
-        state[0] = pz.reset() if ts.done else ts
-        return 1
+    pz_step = adapter_stepper(game, rng)
 
     results, ratios, same_draw = {"cpp": [], "cpp_numpy_draw": [], "numpy": [], "pettingzoo": []}, [], []
     for _ in range(rounds):
@@ -189,15 +197,7 @@ def poker_env_only(n: int, seconds: float, rounds: int) -> list[dict]:
         cpp.step(cpp.random_actions())
         return n
 
-    adapter = make_env("leduc_poker", backend="pettingzoo")
-    state = [adapter.reset(seed=0)]
-
-    def adapter_step() -> int:
-        ts = state[0]
-        (agent,) = ts.obs
-        ts = adapter.step({agent: int(masked_uniform_actions(ts.masks[agent][None], rng)[0])})
-        state[0] = adapter.reset() if ts.done else ts
-        return 1
+    adapter_step = adapter_stepper("leduc_poker", rng)
 
     rates = {"cpp": [], "openspiel": []}
     for _ in range(rounds):
