@@ -63,10 +63,12 @@ def test_alphastar_recipe_builds_every_role_and_player():
     assert recipe.roles["main_exploiter"].reset_probability == 1.0
 
 
-def test_exploitability_needs_an_openspiel_env(tmp_path):
-    trainer = Trainer(_config("psro", exploitability_interval=1), tmp_path)
+@pytest.mark.parametrize("recipe", ["psro", "selfplay"])
+def test_exploitability_needs_an_openspiel_env(recipe, tmp_path):
+    trainer = Trainer(_config(recipe, exploitability_interval=1), tmp_path)
     with pytest.raises(ValueError, match="exploitability_interval needs an OpenSpiel env"):
         trainer.setup()
+    trainer.close()
 
 
 def test_pfsp_league_snapshots_and_feeds_the_coordinator(tmp_path):
