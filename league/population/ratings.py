@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import numbers
 from abc import ABC, abstractmethod
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -312,9 +313,7 @@ class RatingTable:
     def _thin(self) -> None:
         """Drop every other row of each player's own sequence, keeping its first and latest."""
         rows_of: dict[str, int] = {}
-        total = {pid: 0 for pid in self._last_row}
-        for _, pid, _ in self._history:
-            total[pid] = total.get(pid, 0) + 1
+        total = Counter(pid for _, pid, _ in self._history)
         kept: list[tuple[int, str, Rating]] = []
         for row in self._history:
             pid = row[1]
