@@ -123,6 +123,9 @@ class LeagueConfig:
     eval_episodes_per_pair: int = 8
     exploitability_interval: int = 0  # iterations between exact exploitability (OpenSpiel games)
     meta_game: str = "auto"  # exact | empirical | auto (exact on OpenSpiel games)
+    # The mixture of frozen players reported as the league's meta-strategy (OpenSpiel games):
+    # nash | least_exploitable (league.population.min_exploitability).
+    meta_strategy: str = "nash"
     matchup_batch: int = 64  # matchups a sampler fetches from the coordinator at a time
     meta_game_episodes: int = 8  # eval episodes per payoff pair the psro/pfsp solvers still lack, every eval round (0: none)
 
@@ -409,12 +412,20 @@ def _fill_group_policies(cfg: RunConfig) -> None:
 def _check_league(cfg: RunConfig) -> None:
     """League settings that do not depend on the recipe's roles (those are built later)."""
     league = cfg.league
+    from league.leagues.exact import META_STRATEGIES
     from league.population.recipes import RECIPES, build_league
 
     if league.recipe not in RECIPES:
         raise ValueError(f"unknown league.recipe '{league.recipe}'; known: {list(RECIPES)}")
     if league.meta_game not in ("auto", "exact", "empirical"):
         raise ValueError(f"league.meta_game must be 'auto', 'exact' or 'empirical', got '{league.meta_game}'")
+    if league.meta_strategy not in META_STRATEGIES:
+        raise ValueError(f"league.meta_strategy must be one of {META_STRATEGIES}, got '{league.meta_strategy}'")
+    if league.meta_strategy != "nash" and league.recipe == "selfplay":
+        raise ValueError(
+            f"league.meta_strategy '{league.meta_strategy}' mixes the frozen players of a coordinated recipe "
+            "(fsp, pfsp, psro, alphastar); selfplay has no meta-strategy. Use league=psro, or leave it 'nash'"
+        )
     if league.snapshot_steps < (0 if league.recipe == "selfplay" else 1):
         raise ValueError(f"league.snapshot_steps must be >= 1 (>= 0 for selfplay: 0 never snapshots), got {league.snapshot_steps}")
     for key in ("matchup_batch", "eval_episodes_per_pair", "negamax_depth"):

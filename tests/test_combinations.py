@@ -112,22 +112,32 @@ def test_leduc_on_the_cpp_backend_trains_snapshots_and_logs_exact_exploitability
         original(self, name, *args, **kwargs)
 
     monkeypatch.setattr(BoardBatchedEnv, "__init__", recording)
-    values = _values(algo, recipe, env="leduc_poker", league={"exploitability_interval": 2})
+    # PSRO as configs/env/leduc_poker.yaml runs it: the least exploitable mixture logged.
+    meta = {"meta_strategy": "least_exploitable"} if recipe == "psro" else {}
+    values = _values(algo, recipe, env="leduc_poker", league={"exploitability_interval": 2, **meta})
     trainer, summary = _run(values, tmp_path / "run")
     assert built and set(built) == {"leduc_poker"}
     rows = _rows(tmp_path / "run")
     logged = [v for r in rows for k, v in r.items() if k.startswith("exploitability")]
     assert logged and summary["snapshots"]
     assert all(0.0 <= v < 14.0 for row in logged for v in (row.values() if isinstance(row, dict) else [row]))
+    if recipe == "psro":
+        metas = [row["meta_strategy"] for row in logged if isinstance(row, dict) and "meta_strategy" in row]
+        assert metas and all(b <= a + 1e-9 for a, b in zip(metas, metas[1:]))  # never rises as snapshots join
 
 
+@pytest.mark.parametrize(("recipe", "meta_strategy"), [("psro", "nash"), ("psro", "least_exploitable"), ("alphastar", "least_exploitable")])
 @pytest.mark.parametrize("algo", ["ppo", "dqn"])
-def test_kuhn_poker_psro_logs_exact_exploitability(algo, tmp_path):
-    values = _values(algo, "psro", env="kuhn_poker", league={"exploitability_interval": 2})
+def test_kuhn_poker_logs_exact_exploitability(algo, recipe, meta_strategy, tmp_path):
+    values = _values(algo, recipe, env="kuhn_poker", league={"exploitability_interval": 2, "meta_strategy": meta_strategy})
     trainer, summary = _run(values, tmp_path / "run")
     rows = _rows(tmp_path / "run")
     measured = [r for r in rows if any(k.startswith("exploitability") for k in r)]
     assert measured, "no exploitability logged"
+    metas = [r["exploitability"]["meta_strategy"] for r in measured if "meta_strategy" in r.get("exploitability", {})]
+    assert metas
+    if meta_strategy == "least_exploitable":
+        assert all(b <= a + 1e-9 for a, b in zip(metas, metas[1:]))
     assert summary["snapshots"]
 
 

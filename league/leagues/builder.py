@@ -36,13 +36,14 @@ def learning_policy_ids(cfg: RunConfig) -> list[str]:
 def _exact_evaluator(cfg: RunConfig) -> ExactMetaGame:
     """The exact evaluator of an OpenSpiel run, built from an env made exactly as the
     samplers make theirs (``cfg.env.name`` and ``cfg.env.kwargs``), so it scores the same
-    game (parameters included) and shows policies the same observations."""
+    game (parameters included) and shows policies the same observations; its meta-strategy
+    is ``league.meta_strategy``."""
     from league.envs import make_env
     from league.leagues.exact import ExactMetaGame
 
     env = make_env(cfg.env.name, **cfg.env.kwargs)
     try:
-        return ExactMetaGame.from_env(env)
+        return ExactMetaGame.from_env(env, meta_strategy=cfg.league.meta_strategy)
     finally:
         env.close()
 
@@ -108,6 +109,11 @@ def make_league(
 
     if league.meta_game == "exact" and game is None:
         raise ValueError(f"league.meta_game 'exact' needs an OpenSpiel env, not '{cfg.env.name}'")
+    if league.meta_strategy != "nash" and game is None:
+        raise ValueError(
+            f"league.meta_strategy '{league.meta_strategy}' solves the full game and needs an OpenSpiel env "
+            f"(kuhn_poker, leduc_poker...), not '{cfg.env.name}'; leave it 'nash'"
+        )
     if game is None and league.meta_game_episodes and league.recipe in ("pfsp", "psro") and not cfg.eval.interval:
         # The empirical meta-game is measured by league-scheduled evaluation games, which
         # run on evaluation rounds: without them the solver stays on its uniform fallback.

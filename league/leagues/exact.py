@@ -5,9 +5,13 @@ players are scored exactly instead of from sampled games: each frozen policy is 
 once into an OpenSpiel ``TabularPolicy`` (cached, it never changes), the expected
 return of every new snapshot against every other frozen player fills the payoff
 table's meta-game, and exploitability (NashConv / 2) is computed for the learning
-players and for the league's meta-strategy: the Nash mixture of the frozen players'
-meta-game, played as one behaviour strategy (see
-:func:`league.population.exploitability.mixture_policy`).
+players and for the league's meta-strategy, a mixture of the frozen players played as one
+behaviour strategy (see :func:`league.population.exploitability.mixture_policy`):
+``meta_strategy="nash"``, the Nash mixture of their meta-game (what PSRO's main trains
+against); ``"least_exploitable"``, the mixture of them with the least exploitability in
+the full game (:class:`~league.population.min_exploitability.MinExploitabilitySolver`),
+never more exploitable than the Nash mixture and, as the population grows, never more
+than before.
 
 Policies are read through :meth:`league.policy.Policy.action_probabilities` (the
 distribution they play league games with) and shown exactly the observations training
@@ -31,7 +35,10 @@ if TYPE_CHECKING:
     from league.policy import Policy, PolicyFactory
     from league.runtime.faces import Weights
 
-__all__ = ["ExactMetaGame"]
+__all__ = ["META_STRATEGIES", "ExactMetaGame"]
+
+#: What :meth:`ExactMetaGame.meta_strategy` mixes by (``league.meta_strategy``).
+META_STRATEGIES = ("nash", "least_exploitable")
 
 
 class ExactMetaGame:
@@ -42,24 +49,35 @@ class ExactMetaGame:
             played turn-based, as :class:`~league.envs.openspiel_env.OpenSpielEnv` plays it).
         observation: what policies are shown: an observation kind (``"info_state"``,
             ``"observation"``) or an ``Observer`` ``(state, player) -> obs``.
+        meta_strategy: one of :data:`META_STRATEGIES` (see the module docstring).
         **params: game parameters when ``game`` is a name.
 
     A league's evaluator comes from :meth:`from_env`, so that it matches training.
     """
 
-    def __init__(self, game: str | pyspiel.Game, observation: str | Observer = "info_state", **params: Any) -> None:
+    def __init__(
+        self, game: str | pyspiel.Game, observation: str | Observer = "info_state", meta_strategy: str = "nash", **params: Any
+    ) -> None:
         from league.envs.openspiel_env import OBSERVATION_KINDS, load_game
+        from league.population.min_exploitability import MinExploitabilitySolver
 
         if not callable(observation) and observation not in OBSERVATION_KINDS:
             raise ValueError(f"observation must be one of {OBSERVATION_KINDS} or an Observer, got {observation!r}")
+        if meta_strategy not in META_STRATEGIES:
+            raise ValueError(f"meta_strategy must be one of {META_STRATEGIES}, got {meta_strategy!r}")
         self.game = load_game(game, **params)
         self.observation = observation
+        self.meta_strategy_kind = meta_strategy
+        # Built now so that a game it cannot mix (not two-player zero-sum) fails at startup.
+        self._solver = MinExploitabilitySolver(self.game) if meta_strategy == "least_exploitable" else None
+        self._solved: tuple[tuple[str, ...], dict[str, float], float] | None = None  # members, weights, value
         self._tables: dict[str, Any] = {}  # frozen policy id -> TabularPolicy
 
     @classmethod
-    def from_env(cls, env: OpenSpielEnv) -> ExactMetaGame:
+    def from_env(cls, env: OpenSpielEnv, meta_strategy: str = "nash") -> ExactMetaGame:
         """The evaluator of the game ``env`` plays (its parameters included), showing
-        policies what ``env`` shows them (:meth:`~league.envs.openspiel_env.OpenSpielEnv.observe`).
+        policies what ``env`` shows them (:meth:`~league.envs.openspiel_env.OpenSpielEnv.observe`),
+        with ``meta_strategy`` (:data:`META_STRATEGIES`).
 
         Raises ``ValueError`` when ``env`` truncates episodes the game can play out
         (``max_episode_steps`` below the game's longest play): training then plays a
@@ -75,7 +93,7 @@ class ExactMetaGame:
                 f"env {env.name!r} truncates episodes after {env.max_episode_steps} steps but its game "
                 f"lasts up to {longest} decisions: exact evaluation would score a different game"
             )
-        return cls(env.game, observation=env.observe)
+        return cls(env.game, observation=env.observe, meta_strategy=meta_strategy)
 
     def _policy(self, factory: PolicyFactory, weights: Weights | None) -> Policy:
         policy = factory.make_policy(seed=0, learns=False)
@@ -112,7 +130,10 @@ class ExactMetaGame:
         return float(exploitability(self.game, self._policy(factory, weights), self.observation))
 
     def meta_strategy(self, frozen: Mapping[str, tuple[PolicyFactory, Weights | None]], payoff: PayoffTable) -> dict[str, float]:
-        """The Nash mixture of the frozen players under the return meta-game."""
+        """The league's mixture of the frozen players: the Nash mixture of their return
+        meta-game in ``payoff``, or their least exploitable mixture (``meta_strategy``)."""
+        if self._solver is not None:
+            return dict(self._least_exploitable(frozen)[0])
         ids = list(frozen)
         weights = NashMatchmaker(utility="return").equilibrium(ids, payoff)
         return {pid: float(w) for pid, w in zip(ids, weights)}
@@ -121,6 +142,16 @@ class ExactMetaGame:
         """Exploitability of :meth:`meta_strategy` played as one behaviour strategy."""
         from league.population.exploitability import mixture_exploitability
 
+        if self._solver is not None:
+            return self._least_exploitable(frozen)[1]
         mixture = {pid: w for pid, w in self.meta_strategy(frozen, payoff).items() if w > 1e-9}
         tables = [self.table(pid, frozen[pid]) for pid in mixture]
         return float(mixture_exploitability(self.game, tables, list(mixture.values())))
+
+    def _least_exploitable(self, frozen: Mapping[str, tuple[PolicyFactory, Weights | None]]) -> tuple[dict[str, float], float]:
+        """The solver's mixture and its exploitability, solved again only when the frozen set changed."""
+        members = tuple(frozen)
+        if self._solved is None or self._solved[0] != members:
+            weights, value = self._solver.solve({pid: self.table(pid, frozen[pid]) for pid in members})
+            self._solved = (members, weights, value)
+        return self._solved[1], self._solved[2]
