@@ -223,21 +223,14 @@ def test_exact_meta_strategy_finds_the_equilibrium_member_of_a_population():
     # A population of uniform random, two pure strategies and a CFR solution: the meta-Nash
     # under exact returns must lean on the CFR policy, so its mixture is about as unexploitable.
     import pyspiel
-    from open_spiel.python.algorithms import cfr
     from open_spiel.python.policy import TabularPolicy
 
     from league.leagues import ExactMetaGame
     from league.population.exploitability import exploitability
+    from poker_helpers import cfr_table
 
     game = pyspiel.load_game("kuhn_poker")
-    solver = cfr.CFRSolver(game)
-    for _ in range(300):
-        solver.evaluate_and_update_policy()
-    nash = solver.average_policy()
-    nash_table = TabularPolicy(game)
-    for row, state in enumerate(nash_table.states):
-        probs = nash.action_probabilities(state)
-        nash_table.action_probability_array[row] = [probs.get(a, 0.0) for a in range(game.num_distinct_actions())]
+    nash_table = cfr_table(game, 300)
     members = {"cfr": nash_table, "uniform": TabularPolicy(game)}
     for name, action in (("always_pass", 0), ("always_bet", 1)):
         pure = TabularPolicy(game)
