@@ -138,6 +138,9 @@ def test_kuhn_poker_logs_exact_exploitability(algo, recipe, meta_strategy, tmp_p
     assert metas
     if meta_strategy == "least_exploitable":
         assert all(b <= a + 1e-9 for a, b in zip(metas, metas[1:]))
+    # The summary names the mixture: a weight per frozen player, summing to 1.
+    weights = summary["meta_strategy"]
+    assert set(summary["snapshots"]) <= set(weights) and sum(weights.values()) == pytest.approx(1.0)
     assert summary["snapshots"]
 
 

@@ -261,8 +261,14 @@ class CoordinatedLeague(TrainingLeague):
         self._view = call(self.coordinator, "view")
 
     def summary(self) -> dict[str, Any]:
-        """Snapshots, final ratings and the coordinator's whole state (population, payoff...)."""
-        return {"snapshots": list(self._snapshots), "ratings": self._view["ratings"], "league": self._saved}
+        """Snapshots, final ratings and the coordinator's whole state (population, payoff...);
+        with an exact evaluator, also the league's meta-strategy: its weight per frozen player
+        (``league.meta_strategy``), the mixture whose exploitability was logged."""
+        out = {"snapshots": list(self._snapshots), "ratings": self._view["ratings"], "league": self._saved}
+        frozen = self.frozen_policies()
+        if self.exact is not None and frozen:
+            out["meta_strategy"] = self.exact.meta_strategy(frozen, self.payoff)
+        return out
 
     # Coordinator failures -----------------------------------------------------------
     def _call(self, method: str, *args: Any) -> Any:
