@@ -67,7 +67,6 @@ class ExactMetaGame:
             raise ValueError(f"meta_strategy must be one of {META_STRATEGIES}, got {meta_strategy!r}")
         self.game = load_game(game, **params)
         self.observation = observation
-        self.meta_strategy_kind = meta_strategy
         # Built now so that a game it cannot mix (not two-player zero-sum) fails at startup.
         self._solver = MinExploitabilitySolver(self.game) if meta_strategy == "least_exploitable" else None
         self._solved: tuple[tuple[str, ...], dict[str, float], float] | None = None  # members, weights, value
