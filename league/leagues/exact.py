@@ -69,7 +69,6 @@ class ExactMetaGame:
         self.observation = observation
         # Built now so that a game it cannot mix (not two-player zero-sum) fails at startup.
         self._solver = MinExploitabilitySolver(self.game) if meta_strategy == "least_exploitable" else None
-        self._solved: tuple[tuple[str, ...], dict[str, float], float] | None = None  # members, weights, value
         self._tables: dict[str, Any] = {}  # frozen policy id -> TabularPolicy
 
     @classmethod
@@ -132,7 +131,7 @@ class ExactMetaGame:
         """The league's mixture of the frozen players: the Nash mixture of their return
         meta-game in ``payoff``, or their least exploitable mixture (``meta_strategy``)."""
         if self._solver is not None:
-            return dict(self._least_exploitable(frozen)[0])
+            return self._least_exploitable(frozen)[0]
         ids = list(frozen)
         weights = NashMatchmaker(utility="return").equilibrium(ids, payoff)
         return {pid: float(w) for pid, w in zip(ids, weights)}
@@ -148,9 +147,5 @@ class ExactMetaGame:
         return float(mixture_exploitability(self.game, tables, list(mixture.values())))
 
     def _least_exploitable(self, frozen: Mapping[str, tuple[PolicyFactory, Weights | None]]) -> tuple[dict[str, float], float]:
-        """The solver's mixture and its exploitability, solved again only when the frozen set changed."""
-        members = tuple(frozen)
-        if self._solved is None or self._solved[0] != members:
-            weights, value = self._solver.solve({pid: self.table(pid, frozen[pid]) for pid in members})
-            self._solved = (members, weights, value)
-        return self._solved[1], self._solved[2]
+        """The solver's mixture of the frozen players and its exploitability (solved again only when they change)."""
+        return self._solver.solve({pid: self.table(pid, frozen[pid]) for pid in frozen})
