@@ -188,8 +188,11 @@ def test_dqn_takes_several_gradient_steps_per_learner_call(learner, tmp_path, re
     assert counters["num_agent_steps_trained"] <= 2.0 * counters["num_agent_steps_sampled/main"] + 4 * 16
 
 
-@pytest.mark.parametrize("recipe", ["selfplay", "psro"])
-@pytest.mark.parametrize("algo", list(ALGOS))
+@pytest.mark.parametrize(
+    ("algo", "recipe"),
+    # Every algorithm under selfplay and psro; the default job's PPO (with its distilled search) under every recipe.
+    [(algo, recipe) for algo in ALGOS for recipe in ("selfplay", "psro")] + [("ppo", r) for r in RECIPES if r not in ("selfplay", "psro")],
+)
 def test_the_default_jobs_mirrored_conv_under_every_algorithm(algo, recipe, tmp_path):
     # `league-train algo=<any>` / `league=<any>` on connect four keeps the env file's model
     # (the 4x4 conv averaged with its left-right mirror): every algorithm's network, snapshots,
