@@ -165,6 +165,19 @@ def test_several_main_agents_per_recipe(recipe, tmp_path):
     assert {pid.split("@")[0] for pid in summary["snapshots"]} >= set(trainer.learning[:2])
 
 
+@pytest.mark.parametrize("algo", list(ALGOS))
+def test_every_algorithm_learns_in_bf16(algo, tmp_path):
+    # learner.precision=bf16 (updates under torch.autocast) on the connect-four conv: every
+    # algorithm's update, snapshots, evaluation and checkpoints, with finite losses throughout.
+    values = _values(algo, "selfplay", env="connect_four", learner={"precision": "bf16"})
+    values["algo"]["params"].update(model="conv")
+    trainer, summary = _run(values, tmp_path / "run")
+    _check_run(trainer, summary, tmp_path / "run", "selfplay")
+    assert trainer.learner.precision == "bf16"
+    losses = [v for row in _rows(tmp_path / "run") for k, v in row.items() if k.endswith("loss")]
+    assert losses and all(math.isfinite(v) for v in losses)
+
+
 @pytest.mark.parametrize("learner", ["in_process", pytest.param("actor", marks=pytest.mark.ray)])
 def test_dqn_takes_several_gradient_steps_per_learner_call(learner, tmp_path, request):
     # With the learner a Ray actor (learner=gpu), one-step calls paid a round trip per

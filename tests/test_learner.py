@@ -357,6 +357,26 @@ def test_stack_signature_refuses_what_the_stacked_adam_cannot_reproduce():
         StackedModels([torch.nn.Linear(3, 2), torch.nn.Linear(3, 4)])
 
 
+def test_bf16_precision_runs_the_update_in_bfloat16_and_keeps_fp32_weights():
+    """learner.precision=bf16: the network's matrix products run in bfloat16 during the update
+    (a forward hook sees bf16 outputs), weights stay fp32, and the update lands close to fp32's."""
+    batch = MultiAgentBatch({"p": ppo_batch(BOARD, 64, 0)}, 64)
+    weights = {}
+    for precision in ("fp32", "bf16"):
+        learner = Learner("cpu", seed=0, precision=precision)
+        learner.add_policy("p", make_algorithm("ppo", BOARD, {**SMALL, "model": "conv", "model_kwargs": {}}))
+        seen: list[torch.dtype] = []
+        linear = next(m for m in learner._policies["p"].model.modules() if isinstance(m, torch.nn.Linear))
+        linear.register_forward_hook(lambda _m, _i, out: seen.append(out.dtype))
+        stats = learner.learn_on_batch(batch)["p"]
+        assert all(np.isfinite(v) for v in stats.values()), stats
+        assert seen and set(seen) == ({torch.bfloat16} if precision == "bf16" else {torch.float32})
+        weights[precision] = _without_version(learner.get_weights(["p"]))
+        assert {v.dtype for v in weights[precision]["p"].values()} == {np.dtype("float32")}
+    diff = max_diff(weights["fp32"], weights["bf16"])
+    assert 0.0 < diff < 0.05, diff
+
+
 # Placement -------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "values, message",
@@ -372,6 +392,7 @@ def test_stack_signature_refuses_what_the_stacked_adam_cannot_reproduce():
         ({"num_cpus_per_learner": -1}, "num_cpus_per_learner"),
         ({"num_learners": 2, "assignment": {"main": 2}}, r"assignment\['main'\] = 2 is not a learner index in \[0, 1\]"),
         ({"assignment": ["main"]}, "'auto' or a mapping"),
+        ({"precision": "fp16"}, r"learner.precision must be one of \['fp32', 'bf16'\]"),
     ],
 )
 def test_placement_config_rejects_bad_values(values, message):

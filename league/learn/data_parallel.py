@@ -72,9 +72,10 @@ class DataParallelLearner(Learner):
         num_threads: int | None = None,
         backend: str | None = None,
         timeout_s: float = 120.0,
+        precision: str = "fp32",
     ) -> None:
         # Stacked updates bypass per-parameter hooks, so replicas update policies one by one.
-        super().__init__(device, seed, num_threads, stack_same_shaped=False, overlap_streams=False)
+        super().__init__(device, seed, num_threads, stack_same_shaped=False, overlap_streams=False, precision=precision)
         if not 0 <= rank < world_size:
             raise ValueError(f"rank {rank} is not in [0, {world_size})")
         self.rank, self.world_size = rank, world_size

@@ -44,7 +44,10 @@ from league.batch import MultiAgentBatch, SampleBatch
 from league.learn.stacking import stack_signature
 from league.learn.staleness import FreshRows, select_fresh_rows
 
-__all__ = ["Learner"]
+__all__ = ["PRECISIONS", "Learner"]
+
+#: ``precision`` values: fp32, or bf16 (every update's forward under ``torch.autocast`` in bfloat16).
+PRECISIONS = ("fp32", "bf16")
 
 Stats = dict[str, dict[str, float]]
 
@@ -56,7 +59,10 @@ class Learner:
     the one-by-one update up to float rounding). ``overlap_streams``: on CUDA, update the
     remaining policies concurrently on separate streams (ignored on CPU). ``num_threads``:
     the process's torch CPU threads (None: left as they are); a policy added with its own
-    ``num_threads`` is updated with that many instead.
+    ``num_threads`` is updated with that many instead. ``precision="bf16"``: updates run under
+    ``torch.autocast`` in bfloat16 (matrix products on AMX units or tensor cores, reductions
+    and losses in fp32); weights, gradients and optimiser state stay fp32, and inference
+    elsewhere (samplers, evaluation) is unchanged.
     """
 
     def __init__(
@@ -66,7 +72,11 @@ class Learner:
         num_threads: int | None = None,
         stack_same_shaped: bool = True,
         overlap_streams: bool = True,
+        precision: str = "fp32",
     ) -> None:
+        if precision not in PRECISIONS:
+            raise ValueError(f"learner precision must be one of {list(PRECISIONS)}, got {precision!r}")
+        self.precision = precision
         try:
             self.device = torch.device(device)
         except RuntimeError as err:
@@ -189,7 +199,8 @@ class Learner:
             stats: Stats = {}
             with self._cpu_threads(todo):
                 for group in groups:
-                    stats.update(self._learn_stacked(group, rows))
+                    with self._autocast():
+                        stats.update(self._learn_stacked(group, rows))
                 rest = [pid for pid in todo if pid not in stacked]
                 stats.update(self._run_each(rest, lambda pid: self._algorithms[pid].learn(self._policies[pid], rows[pid])))
             for pid in todo:
@@ -400,6 +411,12 @@ class Learner:
                     raise ValueError(f"policy '{pid}' is frozen: it serves inference only and is not trained")
         return [pid for pid in wanted if pid in batch.policy_batches and len(batch[pid]) > 0]
 
+    def _autocast(self) -> contextlib.AbstractContextManager[Any]:
+        """The updates' precision: bfloat16 autocast on this device, or nothing (fp32)."""
+        if self.precision == "bf16":
+            return torch.autocast(self.device.type, dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
     @contextlib.contextmanager
     def _cpu_threads(self, pids: list[str]) -> Iterator[None]:
         """Run the block with the policies' own CPU thread count (the most any of them asks
@@ -440,16 +457,18 @@ class Learner:
         return dict(zip(group, results))
 
     def _run_each(self, pids: list[str], fn: Callable[[str], Any]) -> dict[str, Any]:
-        """``fn(pid)`` for every policy: concurrently on CUDA streams, else in turn."""
+        """``fn(pid)`` (an update: under :meth:`_autocast`) for every policy: concurrently on
+        CUDA streams, else in turn."""
         if not self.overlap_streams or len(pids) < 2:
-            return {pid: fn(pid) for pid in pids}
+            with self._autocast():
+                return {pid: fn(pid) for pid in pids}
         main = torch.cuda.current_stream(self.device)
         streams = self._stream_pool(len(pids))
 
         def on_stream(i: int) -> Any:
             stream = streams[i]
             stream.wait_stream(main)  # parameters written by earlier work on the main stream
-            with torch.cuda.device(self.device), torch.cuda.stream(stream):
+            with torch.cuda.device(self.device), torch.cuda.stream(stream), self._autocast():  # autocast is per thread
                 return fn(pids[i])
 
         futures = [self._pool.submit(on_stream, i) for i in range(len(pids))]

@@ -27,7 +27,7 @@ import torch
 from league.learn.algorithm import Algorithm
 from league.batch import MultiAgentBatch
 from league.runtime.actors import submit
-from league.learn.learner import Learner
+from league.learn.learner import PRECISIONS, Learner
 from league.learn.recovery import LearnerDied, check_states, gather, kill_learner
 from league.runtime.faces import LearnerHandle, Weights
 from league.sampling.versioning import WEIGHTS_VERSION
@@ -55,6 +55,9 @@ class LearnerConfig:
     an off-policy policy's in a ``bulk_sync`` mix): there the samplers hold the other
     cores, and more threads than free cores slow every process down. ``num_threads`` is
     then what the updates the samplers wait for get (an on-policy policy's in ``bulk_sync``).
+
+    ``precision`` is ``"fp32"`` or ``"bf16"``: every update's forward pass under
+    ``torch.autocast`` in bfloat16 (see :class:`~league.learn.learner.Learner`).
     """
 
     device: str = "cpu"
@@ -69,10 +72,14 @@ class LearnerConfig:
     stack_same_shaped: bool = True
     # A learner actor that dies: "restore" its policies from the last checkpoint, or "stop".
     on_failure: str = "restore"
+    # fp32, or bf16: updates under torch.autocast (AMX / tensor cores); weights and optimiser stay fp32.
+    precision: str = "fp32"
 
     def __post_init__(self) -> None:
         if self.on_failure not in ("restore", "stop"):
             raise ValueError(f"learner.on_failure must be 'restore' or 'stop', got {self.on_failure!r}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"learner.precision must be one of {list(PRECISIONS)}, got {self.precision!r}")
         kind = self.device.split(":")[0] if isinstance(self.device, str) else None
         if kind not in ("cpu", "cuda"):
             raise ValueError(f"learner.device must be 'cpu', 'cuda' or 'cuda:N', got {self.device!r}")
@@ -209,7 +216,10 @@ class LearnerGroup:
     def from_config(cls, cfg: LearnerConfig | Mapping[str, Any] | Any, seed: int = 0, remote: bool = True) -> LearnerGroup:
         """Learners as the config says: Ray actors with its resource requests, or local objects."""
         cfg = cfg if isinstance(cfg, LearnerConfig) else LearnerConfig.from_config(cfg)
-        kwargs = {"device": cfg.device, "seed": seed, "num_threads": cfg.num_threads, "stack_same_shaped": cfg.stack_same_shaped}
+        kwargs = {
+            "device": cfg.device, "seed": seed, "num_threads": cfg.num_threads, "stack_same_shaped": cfg.stack_same_shaped,
+            "precision": cfg.precision,
+        }  # fmt: skip
         if not remote:
             make: Callable[[int], LearnerHandle] = lambda _index: Learner(**kwargs)  # noqa: E731
         else:

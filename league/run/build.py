@@ -139,7 +139,7 @@ def make_learner(cfg: RunConfig, algorithms: Mapping[str, Algorithm]) -> Learner
     # The process's own count is the smallest: the driver's other work (the plan, the
     # league) runs while the samplers sample, and the policies that wait for none raise it.
     learner = Learner(cfg.learner.device, seed=cfg.seed, num_threads=min(threads.values(), default=cfg.learner.num_threads),
-                      stack_same_shaped=cfg.learner.stack_same_shaped)  # fmt: skip
+                      stack_same_shaped=cfg.learner.stack_same_shaped, precision=cfg.learner.precision)  # fmt: skip
     for pid, algo in algorithms.items():
         learner.add_policy(pid, algo, num_threads=threads[pid])
     return learner

@@ -1,0 +1,77 @@
+"""One learner update of the default job in fp32 against ``learner.precision=bf16``.
+
+The PPO update that ``league-train`` (connect four: the mirrored 4x4 conv, the distilled
+search, four epochs of 512-row minibatches) runs once per iteration, on a batch shaped
+like one iteration's rows, with the algorithm's parameters composed from ``configs/``
+exactly as ``league-train <overrides>`` composes them. Both precisions are timed
+interleaved (``--repeats`` rounds after a warm-up, the median reported) in one process
+with ``learner.num_threads`` threads, so the fp32 baseline shares the machine state.
+One JSON object::
+
+    python benchmarks/bench_precision.py
+    python benchmarks/bench_precision.py --override env=tictactoe --rows 2000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+
+import torch
+
+from bench_learner import connect_four_batch
+from league.algos import make_algorithm
+from league.batch import MultiAgentBatch
+from league.envs.base import AgentSpec
+from league.learn import Learner
+from league.learn.learner import PRECISIONS
+
+
+def composed(overrides: list[str]) -> dict:
+    """The resolved run config ``league-train <overrides>`` composes."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from league.cli.train import config_dir
+
+    with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
+        return OmegaConf.to_container(compose(config_name="config", overrides=overrides), resolve=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--override", action="append", default=[], help="a league-train override (repeatable)")
+    parser.add_argument("--rows", type=int, default=4868, help="rows per update (one default-job iteration's)")
+    parser.add_argument("--repeats", type=int, default=10)
+    args = parser.parse_args()
+    cfg = composed(args.override)
+    if cfg["env"]["name"] != "connect_four":
+        parser.error("the batch is connect four's: keep env=connect_four")
+    spec = AgentSpec(obs_shape=(6, 7, 2), num_actions=7, has_action_mask=True)
+    threads = cfg["learner"]["num_threads"]
+    torch.set_num_threads(threads)
+    batch = MultiAgentBatch({"main": connect_four_batch(args.rows, 0)}, args.rows)
+    learners = {}
+    for precision in PRECISIONS:
+        learner = Learner("cpu", seed=0, precision=precision)
+        learner.add_policy("main", make_algorithm(cfg["algo"]["name"], spec, cfg["algo"]["params"]))
+        learner.learn_on_batch(batch)  # warm-up: allocator, kernels
+        learners[precision] = learner
+    times: dict[str, list[float]] = {p: [] for p in PRECISIONS}
+    for repeat in range(args.repeats):
+        for precision in PRECISIONS[repeat % 2 :] + PRECISIONS[: repeat % 2]:  # alternate the order
+            start = time.perf_counter()
+            learners[precision].learn_on_batch(batch)
+            times[precision].append(time.perf_counter() - start)
+    ms = {p: statistics.median(t) * 1000 for p, t in times.items()}
+    print(json.dumps({
+        "bench": "precision", "figure": "update_ms", "overrides": args.override, "algo": cfg["algo"]["name"],
+        "rows": args.rows, "threads": threads, "repeats": args.repeats, **{p: round(v, 1) for p, v in ms.items()},
+        "speedup_bf16": round(ms["fp32"] / ms["bf16"], 2),
+    }), flush=True)  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
