@@ -6,16 +6,22 @@ like one iteration's rows, with the algorithm's parameters composed from ``confi
 exactly as ``league-train <overrides>`` composes them. Both precisions are timed
 interleaved (``--repeats`` rounds after a warm-up, the median reported) in one process
 with ``learner.num_threads`` threads, so the fp32 baseline shares the machine state.
-One JSON object::
+
+As in a run, each round's batch has a different number of rows (``--rows`` plus 13 per
+round), so the last minibatch's shape changes from update to update; ``--fixed-rows``
+times the same batch every round instead. The difference matters on CPU: oneDNN builds
+its bfloat16 kernels per shape, and measured here (AMX, 2 threads) bf16 was 1.23x faster
+on a fixed batch and slower than fp32 on varying ones. One JSON object::
 
     python benchmarks/bench_precision.py
-    python benchmarks/bench_precision.py --override env=tictactoe --rows 2000
+    python benchmarks/bench_precision.py --fixed-rows
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import time
 
@@ -45,6 +51,7 @@ def main() -> None:
     parser.add_argument("--override", action="append", default=[], help="a league-train override (repeatable)")
     parser.add_argument("--rows", type=int, default=4868, help="rows per update (one default-job iteration's)")
     parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--fixed-rows", action="store_true", help="the same batch every round (default: sizes vary as in a run)")
     args = parser.parse_args()
     cfg = composed(args.override)
     if cfg["env"]["name"] != "connect_four":
@@ -52,15 +59,16 @@ def main() -> None:
     spec = AgentSpec(obs_shape=(6, 7, 2), num_actions=7, has_action_mask=True)
     threads = cfg["learner"]["num_threads"]
     torch.set_num_threads(threads)
-    batch = MultiAgentBatch({"main": connect_four_batch(args.rows, 0)}, args.rows)
+    sizes = [args.rows + (0 if args.fixed_rows else 13 * i) for i in range(args.repeats + 1)]
+    batches = [MultiAgentBatch({"main": connect_four_batch(rows, i)}, rows) for i, rows in enumerate(sizes)]
     learners = {}
     for precision in PRECISIONS:
         learner = Learner("cpu", seed=0, precision=precision)
         learner.add_policy("main", make_algorithm(cfg["algo"]["name"], spec, cfg["algo"]["params"]))
-        learner.learn_on_batch(batch)  # warm-up: allocator, kernels
+        learner.learn_on_batch(batches[0])  # warm-up: allocator, kernels
         learners[precision] = learner
     times: dict[str, list[float]] = {p: [] for p in PRECISIONS}
-    for repeat in range(args.repeats):
+    for repeat, batch in enumerate(batches[1:]):
         for precision in PRECISIONS[repeat % 2 :] + PRECISIONS[: repeat % 2]:  # alternate the order
             start = time.perf_counter()
             learners[precision].learn_on_batch(batch)
@@ -68,7 +76,8 @@ def main() -> None:
     ms = {p: statistics.median(t) * 1000 for p, t in times.items()}
     print(json.dumps({
         "bench": "precision", "figure": "update_ms", "overrides": args.override, "algo": cfg["algo"]["name"],
-        "rows": args.rows, "threads": threads, "repeats": args.repeats, **{p: round(v, 1) for p, v in ms.items()},
+        "rows": args.rows, "fixed_rows": args.fixed_rows, "threads": threads, "repeats": args.repeats,
+        "cores": os.cpu_count(), "load_avg_1m": round(os.getloadavg()[0], 2), **{p: round(v, 1) for p, v in ms.items()},
         "speedup_bf16": round(ms["fp32"] / ms["bf16"], 2),
     }), flush=True)  # fmt: skip
 

@@ -62,7 +62,9 @@ class Learner:
     ``num_threads`` is updated with that many instead. ``precision="bf16"``: updates run under
     ``torch.autocast`` in bfloat16 (matrix products on AMX units or tensor cores, reductions
     and losses in fp32); weights, gradients and optimiser state stay fp32, and inference
-    elsewhere (samplers, evaluation) is unchanged.
+    elsewhere (samplers, evaluation) is unchanged. On CPU it pays only where shapes repeat:
+    oneDNN builds bf16 kernels per shape, and batches whose size changes per update made the
+    default job's update slower than fp32 here (``benchmarks/bench_precision.py``).
     """
 
     def __init__(
