@@ -4,14 +4,14 @@ The PPO update that ``league-train`` (connect four: the mirrored 4x4 conv, the d
 search, four epochs of 512-row minibatches) runs once per iteration, on a batch shaped
 like one iteration's rows, with the algorithm's parameters composed from ``configs/``
 exactly as ``league-train <overrides>`` composes them. Both precisions are timed
-interleaved (``--repeats`` rounds after a warm-up, the median reported) in one process
+interleaved (``--repeats`` rounds after a warm-up, the mean reported) in one process
 with ``learner.num_threads`` threads, so the fp32 baseline shares the machine state.
 
 As in a run, each round's batch has a different number of rows (``--rows`` plus 13 per
 round), so the last minibatch's shape changes from update to update; ``--fixed-rows``
 times the same batch every round instead. The difference matters on CPU: oneDNN builds
-its bfloat16 kernels per shape, and measured here (AMX, 2 threads) bf16 was 1.23x faster
-on a fixed batch and slower than fp32 on varying ones. One JSON object::
+its bfloat16 kernels per shape, so a new shape costs a kernel build (docs/STRENGTH.md has
+the figures). One JSON object::
 
     python benchmarks/bench_precision.py
     python benchmarks/bench_precision.py --fixed-rows
@@ -73,7 +73,8 @@ def main() -> None:
             start = time.perf_counter()
             learners[precision].learn_on_batch(batch)
             times[precision].append(time.perf_counter() - start)
-    ms = {p: statistics.median(t) * 1000 for p, t in times.items()}
+    # The mean, not the median: a kernel built for a new shape is a real cost of a run.
+    ms = {p: statistics.fmean(t) * 1000 for p, t in times.items()}
     print(json.dumps({
         "bench": "precision", "figure": "update_ms", "overrides": args.override, "algo": cfg["algo"]["name"],
         "rows": args.rows, "fixed_rows": args.fixed_rows, "threads": threads, "repeats": args.repeats,

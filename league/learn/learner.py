@@ -62,9 +62,9 @@ class Learner:
     ``num_threads`` is updated with that many instead. ``precision="bf16"``: updates run under
     ``torch.autocast`` in bfloat16 (matrix products on AMX units or tensor cores, reductions
     and losses in fp32); weights, gradients and optimiser state stay fp32, and inference
-    elsewhere (samplers, evaluation) is unchanged. On CPU it pays only where shapes repeat:
-    oneDNN builds bf16 kernels per shape, and batches whose size changes per update made the
-    default job's update slower than fp32 here (``benchmarks/bench_precision.py``).
+    elsewhere (samplers, evaluation) is unchanged. On this project's CPU (AMX) the default
+    job's update was 1.2x faster alone (``benchmarks/bench_precision.py``) but slower inside
+    a run (docs/STRENGTH.md), so no config turns it on.
     """
 
     def __init__(
