@@ -29,21 +29,11 @@ import torch
 
 from bench_learner import connect_four_batch
 from league.algos import make_algorithm
+from league.cli.train import composed_values
 from league.batch import MultiAgentBatch
 from league.envs.base import AgentSpec
 from league.learn import Learner
 from league.learn.learner import PRECISIONS
-
-
-def composed(overrides: list[str]) -> dict:
-    """The resolved run config ``league-train <overrides>`` composes."""
-    from hydra import compose, initialize_config_dir
-    from omegaconf import OmegaConf
-
-    from league.cli.train import config_dir
-
-    with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
-        return OmegaConf.to_container(compose(config_name="config", overrides=overrides), resolve=True)
 
 
 def main() -> None:
@@ -53,7 +43,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--fixed-rows", action="store_true", help="the same batch every round (default: sizes vary as in a run)")
     args = parser.parse_args()
-    cfg = composed(args.override)
+    cfg = composed_values(args.override)
     if cfg["env"]["name"] != "connect_four":
         parser.error("the batch is connect four's: keep env=connect_four")
     spec = AgentSpec(obs_shape=(6, 7, 2), num_actions=7, has_action_mask=True)

@@ -38,10 +38,7 @@ TARGET_SPEEDUP = 4.0
 
 def league_config(env_steps: int, time_s: float, eval_interval: int, seed: int) -> Any:
     """The default ``league-train`` config with a step/time budget, validated."""
-    from hydra import compose, initialize_config_dir
-    from omegaconf import OmegaConf
-
-    from league.cli.train import config_dir
+    from league.cli.train import composed_values
     from league.config import parse_run_config
 
     overrides = [
@@ -51,9 +48,7 @@ def league_config(env_steps: int, time_s: float, eval_interval: int, seed: int) 
         f"seed={seed}",
         "verbose=false",
     ]
-    with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=overrides)
-    return parse_run_config(OmegaConf.to_container(cfg, resolve=True))
+    return parse_run_config(composed_values(overrides))
 
 
 def _win_rate(value: Any) -> float | None:

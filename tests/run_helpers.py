@@ -39,13 +39,9 @@ def short_run_values(env: dict, batch: int = 128, **sections: Any) -> dict[str, 
 
 def composed_values(*overrides: str) -> dict[str, Any]:
     """The resolved config dict ``league-train <overrides>`` composes from ``configs/``."""
-    from hydra import compose, initialize_config_dir
-    from omegaconf import OmegaConf
+    from league.cli.train import composed_values as compose
 
-    from league.cli.train import config_dir
-
-    with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
-        return OmegaConf.to_container(compose(config_name="config", overrides=list(overrides)), resolve=True)
+    return compose(overrides)
 
 
 def tiny_run_config(**overrides: Any) -> RunConfig:

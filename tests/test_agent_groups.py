@@ -121,11 +121,8 @@ def test_continuous_simple_tag_experiment_runs_one_gaussian_league_per_side(tmp_
     """configs/experiment/simple_tag_continuous.yaml (issue 16), as `league-train +experiment=...`
     composes it, shortened: predators and prey each train a Gaussian PPO policy, snapshots are
     taken per side and evaluation reports each side's figures."""
-    from hydra import compose, initialize_config_dir
-    from omegaconf import OmegaConf
-
     from league.checkpoint import read_checkpoint
-    from league.cli.train import config_dir
+    from league.cli.train import composed_values
 
     short = [
         "sampler.remote=false", "sampler.num_envs=4", "sampler.fragment_length=25", "algo.params.train_batch_size=128",
@@ -133,9 +130,7 @@ def test_continuous_simple_tag_experiment_runs_one_gaussian_league_per_side(tmp_
         "eval.interval=1", "eval.episodes=4", "stop.iterations=3", "stop.time_s=0", "stop.env_steps=0", "checkpoint.interval=0",
         "logging=quiet", "verbose=false",
     ]  # fmt: skip
-    with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=["+experiment=simple_tag_continuous", *short])
-    values = OmegaConf.to_container(cfg, resolve=True)
+    values = composed_values(["+experiment=simple_tag_continuous", *short])
     assert values["env"]["kwargs"]["continuous_actions"] is True and values["env"]["opening_plies"] == 0
     summary = run_job(values, str(tmp_path))
     assert summary["iterations"] == 3 and set(summary["config"]["policies"]) == {"predator", "prey"}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from league.config import parse_run_config
 
-__all__ = ["main", "config_dir", "run_job"]
+__all__ = ["main", "config_dir", "composed_values", "run_job"]
 
 
 def config_dir() -> str:
@@ -32,6 +33,16 @@ def config_dir() -> str:
         if (candidate / "config.yaml").is_file():
             return str(candidate)
     raise FileNotFoundError(f"league configs not found next to {here}")
+
+
+def composed_values(overrides: Sequence[str] = ()) -> dict[str, Any]:
+    """The resolved config dict that ``league-train <overrides>`` composes from ``configs/``
+    (not yet validated: :func:`~league.config.parse_run_config` does that)."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
+        return OmegaConf.to_container(compose(config_name="config", overrides=list(overrides)), resolve=True)
 
 
 def run_job(values: dict[str, Any], output_dir: str) -> dict[str, Any]:

@@ -48,12 +48,6 @@ def _exact_evaluator(cfg: RunConfig) -> ExactMetaGame:
         env.close()
 
 
-def _warn_meta_strategy_unused(cfg: RunConfig, why: str) -> None:
-    """Warn that ``league.meta_strategy`` (set, e.g. by a poker env file) has no effect in this run, and why."""
-    if cfg.league.meta_strategy != "nash":
-        warnings.warn(f"league.meta_strategy '{cfg.league.meta_strategy}' has no effect here: {why}", stacklevel=3)
-
-
 def _group_league(cfg: RunConfig, algorithms: Mapping[str, Algorithm], spec: AgentSpec) -> TrainingLeague:
     """Each group of ``env.groups`` its learning policies, snapshots and opponents."""
     from league.envs import make_env
@@ -128,9 +122,13 @@ def make_league(
             "but eval.interval is 0: opponents stay uniform over the frozen players. Set eval.interval > 0.",
             stacklevel=2,
         )
-    if game is not None and league.meta_game == "empirical" and not league.exploitability_interval:
-        _warn_meta_strategy_unused(cfg, "with league.meta_game 'empirical' and league.exploitability_interval 0 nothing solves the full game; "
-                                   "set league.exploitability_interval > 0")
+    if game is not None and league.meta_strategy != "nash" and league.meta_game == "empirical" and not league.exploitability_interval:
+        # E.g. a poker env file's setting: with nothing solving the full game it would change nothing.
+        warnings.warn(
+            f"league.meta_strategy '{league.meta_strategy}' has no effect here: with league.meta_game 'empirical' and "
+            "league.exploitability_interval 0 nothing solves the full game; set league.exploitability_interval > 0",
+            stacklevel=2,
+        )
     exact = None
     if game is not None and (league.meta_game != "empirical" or league.exploitability_interval):
         exact = _exact_evaluator(cfg)  # with an empirical meta-game: for exploitability only
