@@ -90,3 +90,74 @@ def test_group_maps_are_permutations() -> None:
 def test_bad_symmetry_is_refused_by_name(kind: str, shape: tuple[int, ...], actions: int, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         symmetry_group(kind, shape, actions)
+
+
+# --- symmetry_method canonical: one forward on a canonical copy, the same exact invariance ---
+
+
+def _canonical(shape: tuple[int, ...], actions: int, kind: str) -> SymmetrizedModel:
+    torch.manual_seed(0)
+    model = build_model("conv" if shape == (6, 7, 2) else "mlp", shape, actions, symmetry=kind, symmetry_method="canonical")
+    assert isinstance(model, SymmetrizedModel) and model.method == "canonical"
+    return model
+
+
+def test_canonical_flip_lr_is_invariant_and_symmetric_on_mirror_boards() -> None:
+    model = _canonical((6, 7, 2), 7, "flip_lr")
+    obs = np.stack([_random_position("connect_four", plies, seed=plies)[0] for plies in (3, 5, 8, 11)])
+    logits, value = model(torch.as_tensor(obs))
+    m_logits, m_value = model(torch.as_tensor(obs[:, :, ::-1].copy()))
+    torch.testing.assert_close(m_logits.flip(1), logits, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(m_value, value, rtol=1e-5, atol=1e-5)
+    # a board that is its own mirror (centre column only): its policy must be symmetric too,
+    # although the network ran once on a board it cannot tell from its mirror
+    own = np.zeros((1, 6, 7, 2), np.float32)
+    own[0, 5, 3, 0] = own[0, 4, 3, 1] = 1.0
+    with torch.no_grad():
+        for p in model.base.pi.parameters():  # the heads' small init would make any logits near-symmetric
+            p.normal_()
+    sym_logits, _ = model(torch.as_tensor(own))
+    torch.testing.assert_close(sym_logits[0], sym_logits[0].flip(0))
+    assert not torch.allclose(sym_logits[0], sym_logits[0].mean().expand(7), atol=1e-3)  # not flat
+
+
+def test_canonical_d4_is_invariant_on_tictactoe() -> None:
+    model = _canonical((3, 3, 2), 9, "d4")
+    obs, _ = _random_position("tictactoe", 3, seed=4)
+    cells = np.arange(9).reshape(3, 3)
+    logits, value = model(torch.as_tensor(obs[None]))
+    for transpose in (False, True):
+        for k in range(4):
+            moved = _ttt_transform(obs, k, transpose)
+            where = _ttt_transform(cells[..., None], k, transpose)[..., 0].reshape(-1)
+            t_logits, t_value = model(torch.as_tensor(moved[None]))
+            torch.testing.assert_close(t_logits[0, np.argsort(where)], logits[0], rtol=1e-5, atol=1e-5)
+            torch.testing.assert_close(t_value, value, rtol=1e-5, atol=1e-5)
+    # the empty board is its own transform under all eight: every corner alike, every edge alike
+    empty, _ = model(torch.zeros(1, 3, 3, 2))
+    corners, edges = empty[0, [0, 2, 6, 8]], empty[0, [1, 3, 5, 7]]
+    torch.testing.assert_close(corners, corners[:1].expand(4))
+    torch.testing.assert_close(edges, edges[:1].expand(4))
+
+
+def test_canonical_runs_the_network_once_per_row_and_shares_the_averaged_weights() -> None:
+    seen: list[int] = []
+    average = build_model("conv", (6, 7, 2), 7, symmetry="flip_lr")
+    canonical = build_model("conv", (6, 7, 2), 7, symmetry="flip_lr", symmetry_method="canonical")
+    canonical.load_state_dict(average.state_dict())  # the same parameters: checkpoints load either way
+    for model in (average, canonical):
+        model.base.register_forward_hook(lambda _m, inputs, _out: seen.append(inputs[0].shape[0]))
+        model(torch.zeros(16, 6, 7, 2))
+    assert seen == [32, 16]
+    # gradients reach the network through the canonical copy
+    obs = torch.as_tensor(np.stack([_random_position("connect_four", 6, seed=s)[0] for s in range(4)]))
+    logits, value = canonical(obs)
+    (logits.logsumexp(1).sum() + value.sum()).backward()
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in canonical.base.convs.parameters())
+
+
+def test_bad_symmetry_method_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="unknown symmetry_method 'sorted'.*average.*canonical"):
+        build_model("mlp", (3, 3, 2), 9, symmetry="d4", symmetry_method="sorted")
+    with pytest.raises(ValueError, match="symmetry_method='canonical' needs model_kwargs.symmetry"):
+        build_model("mlp", (3, 3, 2), 9, symmetry_method="canonical")

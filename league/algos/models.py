@@ -323,7 +323,10 @@ def build_model(kind: str, obs_shape: Sequence[int], num_actions: int, **kwargs)
     from league.algos.symmetry import symmetrize  # the wrapper is built on these models
 
     symmetry = kwargs.pop("symmetry", None)
-    return symmetrize(_build_base_model(kind, obs_shape, num_actions, **kwargs), symmetry, obs_shape, num_actions)
+    method = kwargs.pop("symmetry_method", "average")
+    if symmetry is None and method != "average":
+        raise ValueError(f"model_kwargs.symmetry_method={method!r} needs model_kwargs.symmetry (one of d4, flip_lr)")
+    return symmetrize(_build_base_model(kind, obs_shape, num_actions, **kwargs), symmetry, obs_shape, num_actions, method)
 
 
 def resolve_model_kind(kind: str, obs_shape: Sequence[int]) -> str:

@@ -136,15 +136,16 @@ def check_symmetry(cfg: RunConfig, specs: Iterable[Any]) -> None:
 
     A board game's env file picks it (connect four: ``flip_lr``), and ``env.name=<another env>``
     inherits it; on observations the group does not act on (a flat vector, a board of another
-    shape) it is dropped with a warning naming the env and why, as ``env.opening_plies`` is.
-    An unknown group name stays an error (the model refuses it by name)."""
+    shape) it is dropped with a warning naming the env and why, as ``env.opening_plies`` is,
+    and ``model_kwargs.symmetry_method`` with it. An unknown group name stays an error (the
+    model refuses it by name)."""
     from league.algos.symmetry import SYMMETRIES, symmetry_group
 
     kwargs = cfg.algo.params.get("model_kwargs") or {}
     kind = kwargs.get("symmetry") if isinstance(kwargs, Mapping) else None
     if isinstance(kind, str) and kind in SYMMETRIES and _unfit(cfg, f"algo.params.model_kwargs.symmetry={kind}", specs,
                                      lambda spec: symmetry_group(kind, spec.obs_shape, spec.num_actions)):
-        cfg.algo.params["model_kwargs"] = {k: v for k, v in kwargs.items() if k != "symmetry"}
+        cfg.algo.params["model_kwargs"] = {k: v for k, v in kwargs.items() if k not in ("symmetry", "symmetry_method")}
 
 
 def check_search_game(cfg: RunConfig, specs: Iterable[Any]) -> None:
