@@ -132,3 +132,14 @@ def test_env_name_over_the_default_board_game_file_runs_other_envs() -> None:
     assert isinstance(make_algorithm(cfg.algo.name, spec, cfg.algo.params).make_model(), MLPModel)
     experiment = parse_run_config(composed_values("env=tictactoe", "+experiment=cartpole_ppo"))
     assert experiment.env.name == "cartpole" and experiment.env.opening_plies == 0
+
+
+def test_a_symmetry_method_goes_with_the_symmetry_it_shapes() -> None:
+    # the board file's flip_lr is dropped for a flat env; its symmetry_method must go with it, or
+    # the MLP would be handed a keyword it does not take
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cfg = parse_run_config(composed_values("env.name=gymnasium:CartPole-v1", "+algo.params.model_kwargs.symmetry_method=canonical"))
+    assert not {"symmetry", "symmetry_method"} & set(cfg.algo.params["model_kwargs"])
+    kept = parse_run_config(composed_values("+algo.params.model_kwargs.symmetry_method=canonical"))
+    assert kept.algo.params["model_kwargs"]["symmetry_method"] == "canonical"
