@@ -91,6 +91,11 @@ class SamplerConfig:
     # Ray samplers: at most this many weight broadcasts of a policy may be in flight to a
     # sampler; a broadcast due while the previous ones are unapplied is coalesced into the next.
     max_broadcasts_in_flight: int = 1
+    # Training matchups drawn in blocks (league.sampling.matchups.BlockedMatchups): 0, each
+    # episode draws its own; k > 0, every num_envs episodes of a sampler play k matchups drawn
+    # for them. The same distribution per episode, and a sampler runs a forward pass per
+    # policy in play per step: about 2k of them instead of one per league member.
+    matchup_draws: int = 0
 
 
 @dataclass
@@ -354,6 +359,7 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
         ("iteration.min_time_s", cfg.iteration.min_time_s, 0),
         ("sampler.broadcast_every_env_steps", s.broadcast_every_env_steps, 0),
         ("sampler.max_broadcasts_in_flight", s.max_broadcasts_in_flight, 1),
+        ("sampler.matchup_draws", s.matchup_draws, 0),
         ("league.max_snapshots", cfg.league.max_snapshots, 1),
     ):
         if value < low:

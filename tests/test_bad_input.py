@@ -72,6 +72,7 @@ def test_bad_config_values_name_their_key(values, message):
         ({"league": {"max_snapshots": 0}}, "league.max_snapshots"),
         ({"sampler": {"num_cpus": -1}}, "sampler.num_cpus"),
         ({"sampler": {"max_consecutive_env_failures": -1}}, "sampler.max_consecutive_env_failures"),
+        ({"sampler": {"matchup_draws": -1}}, "sampler.matchup_draws"),
         ({"seed": "x"}, "seed"),
     ],
 )

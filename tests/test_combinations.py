@@ -230,3 +230,16 @@ def test_the_default_jobs_mirrored_conv_under_every_algorithm(algo, recipe, tmp_
         losses = [v for row in _rows(tmp_path / "run") for k, v in row.items() if k.endswith("/search_loss")]
         # Exactly 0 without the search; short games of a fresh policy hold wins and blunders to see.
         assert losses and all(math.isfinite(v) and v >= 0 for v in losses) and max(losses) > 0, losses
+
+
+@pytest.mark.parametrize(("algo", "recipe"), [("ppo", r) for r in RECIPES] + [("dqn", "selfplay"), ("dqn", "psro")])
+def test_matchups_drawn_in_blocks_under_every_recipe(algo, recipe, tmp_path):
+    # sampler.matchup_draws: every num_envs episodes play k matchups drawn from the league's
+    # source (selfplay's opponent sampling, a coordinator's matchup batches), also after the
+    # league replaces the source and while snapshots are taken and evicted.
+    from league.sampling.matchups import BlockedMatchups
+
+    values = _values(algo, recipe, sampler={"matchup_draws": 1})
+    trainer, summary = _run(values, tmp_path / "run")
+    _check_run(trainer, summary, tmp_path / "run", recipe)
+    assert all(isinstance(s._runner.matchups, BlockedMatchups) for s in trainer.samplers)

@@ -15,7 +15,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Matchup", "MatchupSource", "FixedMatchups", "FunctionMatchups", "OpponentSampling", "UniformMatchups", "PoolMatchups", "MatchupBatch"]
+__all__ = [
+    "Matchup", "MatchupSource", "FixedMatchups", "FunctionMatchups", "OpponentSampling", "UniformMatchups", "PoolMatchups",
+    "MatchupBatch", "BlockedMatchups",
+]
 
 
 @dataclass(frozen=True)
@@ -193,3 +196,32 @@ class MatchupBatch(MatchupSource):
         if set(matchup.policies) != set(agents):
             raise ValueError(f"matchup seats {sorted(matchup.policies)} do not match the env's agents {sorted(agents)}")
         return matchup
+
+
+class BlockedMatchups(MatchupSource):
+    """``source``'s matchups drawn a few at a time: every ``block`` consecutive episodes play
+    only the ``draws`` matchups drawn from ``source`` for that block, each episode one of
+    them uniformly at random.
+
+    Each episode's matchup is still distributed exactly as ``source``'s (one of ``draws``
+    independent draws, picked uniformly, is a draw); only episodes of one block are
+    correlated. What it buys is a small number of policies in play at once: a sampler
+    runs one forward pass per policy in play per step, so with a pool of N snapshots it
+    makes about ``2 * draws`` passes per step instead of N (episodes of the previous block
+    are still running). Draws are kept per agent list (envs whose agents vary).
+    """
+
+    def __init__(self, source: MatchupSource, draws: int, block: int) -> None:
+        if draws < 1 or block < 1:
+            raise ValueError(f"BlockedMatchups needs draws >= 1 and block >= 1, got {draws} and {block}")
+        self.source, self.draws, self.block = source, int(draws), int(block)
+        self._drawn: dict[tuple[str, ...], tuple[list[Matchup], int]] = {}  # agents -> (draws, episodes left)
+
+    def next_matchup(self, agents: Sequence[str], episode_index: int, rng: np.random.Generator) -> Matchup:
+        """One of this block's draws, uniformly; a new block's draws when the block is played."""
+        key = tuple(agents)
+        drawn, left = self._drawn.get(key, ((), 0))
+        if left == 0:
+            drawn, left = [self.source.next_matchup(agents, episode_index, rng) for _ in range(self.draws)], self.block
+        self._drawn[key] = (list(drawn), left - 1)
+        return drawn[int(rng.integers(len(drawn)))]

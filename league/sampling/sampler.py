@@ -29,7 +29,7 @@ from league.envs.boards import BoardBatchedEnv, resolve_backend
 from league.envs.openings import RandomOpenings
 from league.sampling.batched_runner import BatchedRunner
 from league.sampling.env_runner import EnvRunner
-from league.sampling.matchups import MatchupSource
+from league.sampling.matchups import BlockedMatchups, MatchupSource
 
 if TYPE_CHECKING:
     from ray.actor import ActorHandle
@@ -71,12 +71,18 @@ class Sampler:
         torch_threads: int = 1,
         env_backend: str = "pettingzoo",
         opening_plies: int = 0,
+        matchup_draws: int = 0,
     ) -> None:
         import torch
 
         torch.set_num_threads(torch_threads)  # samplers are one-core workers
         if fragment_length < 1:
             raise ValueError(f"fragment_length must be >= 1, got {fragment_length}")
+        if matchup_draws < 0:
+            raise ValueError(f"matchup_draws must be >= 0 (0: every episode draws its own matchup), got {matchup_draws}")
+        # Training episodes draw their matchups in blocks of num_envs (BlockedMatchups): a few
+        # policies in play at once, so a few forward passes per step however large the pool.
+        self._matchup_draws = matchup_draws
         # env_backend="cpp" (or "auto" on a board game): training rollouts on the batched C++
         # game, evaluation on single C++ copies; else N copies of the env behind VectorizedEnv.
         # Training always runs through BatchedRunner, evaluation through EnvRunner.
@@ -104,8 +110,12 @@ class Sampler:
         # Episode ids are unique across samplers and across restarts of one sampler (a
         # restarted actor re-runs __init__): worker index, a random incarnation, a counter.
         self._id_base = (worker_index << 48) | (secrets.randbits(19) << 29)
-        self._runner = self._make_train_runner(matchups)
+        self._runner = self._make_train_runner(self._training_matchups(matchups))
         self._eval_runner: EnvRunner | None = None
+
+    def _training_matchups(self, matchups: MatchupSource) -> MatchupSource:
+        """``matchups`` as training draws them: in blocks when ``matchup_draws`` is set."""
+        return BlockedMatchups(matchups, self._matchup_draws, self.num_envs) if self._matchup_draws else matchups
 
     def _make_train_runner(self, matchups: MatchupSource) -> BatchedRunner:
         """Training rollouts (league.sampling.batched_runner): the C++ board game batched, or
@@ -250,7 +260,7 @@ class Sampler:
 
     def set_matchups(self, matchups: MatchupSource) -> None:
         """Use ``matchups`` from the next episode on (episodes in progress keep theirs)."""
-        self._runner.matchups = matchups
+        self._runner.matchups = self._training_matchups(matchups)
 
     def agent_specs(self) -> dict[str, AgentSpec]:
         """The env's agent specs (for building policies on the driver)."""
