@@ -106,6 +106,7 @@ def test_the_default_job_brings_connect_fours_training_settings() -> None:
 
     cfg = parse_run_config(composed_values())
     assert cfg.env.name == "connect_four" and cfg.env.opening_plies == 4 and cfg.league.snapshot_steps == 300_000
+    assert cfg.sampler.matchup_draws == 2  # opponents drawn two per block of episodes (bench_pool.py)
     assert (cfg.algo.name, cfg.algo.params["lr"], cfg.algo.params["entropy_coef"]) == ("ppo", 0.001, 0.05)
     # model auto: the line-seeing conv on connect four's boards, averaged with its left-right
     # mirror (model_kwargs.symmetry flip_lr; docs/STRENGTH.md)
