@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 
 from league.policy import RandomPolicy, RandomPolicyFactory
-from league.sampling import OpponentSampling, Sampler
-from league.sampling.matchups import BlockedMatchups
+from league.sampling import BlockedMatchups, OpponentSampling, Sampler
 
 AGENTS = ("player_0", "player_1")
 PROBS = {"a": 0.6, "b": 0.3, "c": 0.1}

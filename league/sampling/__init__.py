@@ -2,6 +2,7 @@
 
 from league.sampling.env_runner import EnvFailure, EnvRunner
 from league.sampling.matchups import (
+    BlockedMatchups,
     FixedMatchups,
     FunctionMatchups,
     Matchup,
@@ -26,4 +27,5 @@ __all__ = [
     "OpponentSampling",
     "UniformMatchups",
     "PoolMatchups",
+    "BlockedMatchups",
 ]

@@ -220,8 +220,8 @@ class BlockedMatchups(MatchupSource):
     def next_matchup(self, agents: Sequence[str], episode_index: int, rng: np.random.Generator) -> Matchup:
         """One of this block's draws, uniformly; a new block's draws when the block is played."""
         key = tuple(agents)
-        drawn, left = self._drawn.get(key, ((), 0))
+        drawn, left = self._drawn.get(key, ([], 0))
         if left == 0:
             drawn, left = [self.source.next_matchup(agents, episode_index, rng) for _ in range(self.draws)], self.block
-        self._drawn[key] = (list(drawn), left - 1)
+        self._drawn[key] = (drawn, left - 1)
         return drawn[int(rng.integers(len(drawn)))]
