@@ -78,6 +78,7 @@ def _check_run(trainer: Trainer, summary: dict[str, Any], run_dir: Path, recipe:
     assert summary["snapshots"], "no snapshot taken"
     assert summary["win_rates_vs_random"], "no evaluation"
     assert all(r["episodes"] >= 0 and "counters" in r for r in rows)
+    assert all(0.0 <= r["plan_idle_s"] <= r["time_s"] for r in rows)  # the plan's sleeps, within its wall time
     if recipe == "selfplay":
         assert rows[-1]["snapshots_evicted"] >= 1
         assert len(trainer.pool.snapshots) == 2

@@ -11,6 +11,7 @@ import pytest
 from league.batch import MultiAgentBatch, SampleBatch
 from league.flow import (
     NOT_READY,
+    PLAN_IDLE,
     NUM_AGENT_STEPS_SAMPLED,
     NUM_AGENT_STEPS_STORED,
     NUM_AGENT_STEPS_TRAINED,
@@ -267,6 +268,15 @@ def test_async_union_does_not_wait_for_a_branch_with_nothing_ready():
     assert list(plan) == ["b0", "b1", "b2", "a0", "a1"]
     with pytest.raises(ValueError, match="round_robin"):
         Concurrently([items([1]), items([2])], mode="async", round_robin_weights=[1, 2])
+
+
+def test_time_slept_waiting_for_a_source_is_the_plans_not_an_operators():
+    plan = items([NOT_READY] * 20 + ["a0"], name="Slow")
+    assert next(plan) == "a0"
+    idle = plan.metrics.timers[PLAN_IDLE]
+    assert idle.count == 20 and idle.total_s >= 0.02  # 1e-4 * (1 + ... + 20) seconds at least
+    assert plan.metrics.operators["Slow"].not_ready == 20
+    assert plan.metrics.operators["Slow"].time_s < idle.total_s  # the source itself was quick
 
 
 def test_duplicate_copies_see_every_item():

@@ -86,6 +86,9 @@ def test_selfplay_trainer_runs_two_iterations_on_ray(ray_session, tmp_path):
     assert json.loads((tmp_path / "summary.json").read_text())["iterations"] == 2
     rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [r["iteration"] for r in rows] == [1, 2] and "main/policy_loss" in rows[-1]
+    # The driver waits on the Ray samplers' rounds; that wait is the plan's idle time, in no
+    # operator's: it grows, and stays below the run's wall time.
+    assert 0 < rows[0]["plan_idle_s"] <= rows[1]["plan_idle_s"] < rows[1]["time_s"]
 
 
 @pytest.mark.ray

@@ -21,7 +21,7 @@ local objects alike, and surviving sampler restarts, is the runtime layer's
 """
 
 from league.flow.errors import PlanError, PlanStalledError
-from league.flow.iterators import Concurrently, LocalIterator
+from league.flow.iterators import PLAN_IDLE, Concurrently, LocalIterator
 from league.flow.metrics import (
     LAST_TARGET_UPDATE_STEP,
     NUM_AGENT_STEPS_SAMPLED,
@@ -62,6 +62,7 @@ from league.flow.transforms import (
 
 __all__ = [
     "LocalIterator",
+    "PLAN_IDLE",
     "Concurrently",
     "NOT_READY",
     "Operator",

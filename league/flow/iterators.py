@@ -28,6 +28,8 @@ from league.flow.stages import NOT_READY, ApplyStage, SourceStage, Stage, TakeSt
 __all__ = ["LocalIterator", "Concurrently"]
 
 _MAX_IDLE_SLEEP_S = 0.005
+#: The timer of the time a plan slept between pulls that had nothing ready (waiting on samplers, queues).
+PLAN_IDLE = "plan_idle"
 
 
 class LocalIterator:
@@ -133,8 +135,11 @@ class LocalIterator:
             self._raise_if_stalled()
             idle += 1
             # Sources already wait briefly on their actors or queues; the sleep only
-            # keeps a plan of purely local, not-ready branches from spinning a core.
-            time.sleep(min(1e-4 * idle, _MAX_IDLE_SLEEP_S))
+            # keeps a plan of purely local, not-ready branches from spinning a core. Its
+            # time is the plan's (PLAN_IDLE): no operator's, so the operators' times plus
+            # it make up the wall time of the plan's pulls.
+            with self.metrics.timer(PLAN_IDLE):
+                time.sleep(min(1e-4 * idle, _MAX_IDLE_SLEEP_S))
 
     def _raise_if_stalled(self) -> None:
         if self._graph is None:

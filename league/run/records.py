@@ -15,6 +15,7 @@ import numpy as np
 
 from league.checkpoint import write_checkpoint
 from league.config import RunConfig, StopConfig
+from league.flow import PLAN_IDLE
 from league.leagues import TrainingLeague
 from league.metrics_log import episode_metrics
 from league.resume import league_state
@@ -70,6 +71,9 @@ def metrics_row(
         **episode_metrics(list(episodes), league.learning),
         **{f"{pid}/{k}": round(v, 5) for pid, st in metrics.get("learner", {}).items() for k, v in st.items()},
         "operators": metrics.get("operators", {}),
+        # Seconds the plan slept between pulls with nothing ready (waiting on samplers), in
+        # no operator's time: the operators' time_s plus this make up the plan's wall time.
+        "plan_idle_s": round(metrics.get("timers", {}).get(PLAN_IDLE, {}).get("total_s", 0.0), 3),
     }
     return row
 
