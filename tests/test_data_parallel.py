@@ -134,3 +134,36 @@ def test_data_parallel_group_of_ray_actors(ray_session):
             np.testing.assert_allclose(group.get_weights()["big"][key], value, rtol=1e-5, atol=1e-6)
     finally:
         group.close()
+
+
+def test_data_parallel_group_refuses_an_unknown_precision_before_starting_actors():
+    from league.learn import DataParallelGroup
+
+    with pytest.raises(ValueError, match=r"precision must be one of \['fp32', 'bf16'\], got 'fp8'"):
+        DataParallelGroup(2, precision="fp8")
+
+
+@pytest.mark.ray
+def test_data_parallel_group_updates_in_bf16(ray_session):
+    # learner.precision reaches every replica: the group's bf16 update lands near a single
+    # fp32 learner's, but not on it (bf16 rounding), and the weights stay fp32.
+    from league.algos.ppo import PPO
+    from league.learn import DataParallelGroup
+
+    group = DataParallelGroup(2, num_cpus=0, precision="bf16")
+    try:
+        assert group.precision == "bf16"
+        group.add_policy("big", PPO(SPEC, CONFIG))
+        initial = group.get_weights()
+        stats = group.learn_on_batch(make_batch())
+        assert np.isfinite(stats["big"]["total_loss"])
+        single = Learner()
+        single.add_policy("big", PPO(SPEC, CONFIG), weights=initial["big"])
+        single.learn_on_batch(make_batch())
+        after = group.get_weights()["big"]
+        params = {key: value for key, value in single.get_weights()["big"].items() if key != "weights_version"}
+        gaps = [np.abs(after[key] - value).max() for key, value in params.items()]
+        assert all(after[key].dtype == np.float32 for key in params)
+        assert 0 < max(gaps) < 0.05, gaps
+    finally:
+        group.close()

@@ -30,7 +30,7 @@ import torch.distributed as dist
 from league.learn.algorithm import Algorithm, read_version
 from league.batch import MultiAgentBatch
 from league.runtime.actors import call, call_all, resolve, submit
-from league.learn.learner import Learner
+from league.learn.learner import PRECISIONS, Learner
 from league.learn.staleness import select_fresh_rows
 
 __all__ = ["shard_batch", "DataParallelLearner", "DataParallelGroup"]
@@ -171,9 +171,14 @@ class DataParallelGroup:
         num_cpus: float = 1.0,
         num_gpus: float = 0.0,
         backend: str | None = None,
+        precision: str = "fp32",
     ) -> None:
         if not isinstance(num_replicas, int) or num_replicas < 1:
             raise ValueError(f"num_replicas must be an integer >= 1, got {num_replicas!r}")
+        if precision not in PRECISIONS:  # here, not in N actor constructors behind Ray's error wrapping
+            raise ValueError(f"precision must be one of {list(PRECISIONS)}, got {precision!r}")
+        #: The replicas' update precision (``learner.precision``: ``fp32`` or ``bf16``).
+        self.precision = precision
         if device.startswith("cuda") and num_gpus == 0:
             raise ValueError("data-parallel replicas on 'cuda' need num_gpus > 0 (one GPU each for NCCL)")
         import ray
@@ -181,7 +186,9 @@ class DataParallelGroup:
         self._algorithms: dict[str, Algorithm] = {}
         self._dropped: dict[str, list[int]] = {}  # policy id -> [stale, old epoch] rows dropped so far
         actor = ray.remote(DataParallelLearner).options(num_cpus=num_cpus, num_gpus=num_gpus)
-        self.replicas = [actor.remote(r, num_replicas, None, device, seed, num_threads, backend) for r in range(num_replicas)]
+        self.replicas = [
+            actor.remote(r, num_replicas, None, device, seed, num_threads, backend, precision=precision) for r in range(num_replicas)
+        ]
         address = ray.get(self.replicas[0].free_address.remote())
         ray.get([r.join.remote(address) for r in self.replicas])
 
