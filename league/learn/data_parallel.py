@@ -30,7 +30,7 @@ import torch.distributed as dist
 from league.learn.algorithm import Algorithm, read_version
 from league.batch import MultiAgentBatch
 from league.runtime.actors import call, call_all, resolve, submit
-from league.learn.learner import PRECISIONS, Learner
+from league.learn.learner import Learner, check_precision
 from league.learn.staleness import select_fresh_rows
 
 __all__ = ["shard_batch", "DataParallelLearner", "DataParallelGroup"]
@@ -175,8 +175,7 @@ class DataParallelGroup:
     ) -> None:
         if not isinstance(num_replicas, int) or num_replicas < 1:
             raise ValueError(f"num_replicas must be an integer >= 1, got {num_replicas!r}")
-        if precision not in PRECISIONS:  # here, not in N actor constructors behind Ray's error wrapping
-            raise ValueError(f"precision must be one of {list(PRECISIONS)}, got {precision!r}")
+        check_precision(precision)  # here, not in N actor constructors behind Ray's error wrapping
         #: The replicas' update precision (``learner.precision``: ``fp32`` or ``bf16``).
         self.precision = precision
         if device.startswith("cuda") and num_gpus == 0:

@@ -44,10 +44,17 @@ from league.batch import MultiAgentBatch, SampleBatch
 from league.learn.stacking import stack_signature
 from league.learn.staleness import FreshRows, select_fresh_rows
 
-__all__ = ["PRECISIONS", "Learner"]
+__all__ = ["PRECISIONS", "check_precision", "Learner"]
 
 #: ``precision`` values: fp32, or bf16 (every update's forward under ``torch.autocast`` in bfloat16).
 PRECISIONS = ("fp32", "bf16")
+
+
+def check_precision(precision: str) -> None:
+    """ValueError naming ``learner.precision`` and its values unless ``precision`` is one of :data:`PRECISIONS`."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"learner.precision must be one of {list(PRECISIONS)}, got {precision!r}")
+
 
 Stats = dict[str, dict[str, float]]
 
@@ -76,8 +83,7 @@ class Learner:
         overlap_streams: bool = True,
         precision: str = "fp32",
     ) -> None:
-        if precision not in PRECISIONS:
-            raise ValueError(f"learner precision must be one of {list(PRECISIONS)}, got {precision!r}")
+        check_precision(precision)
         self.precision = precision
         try:
             self.device = torch.device(device)

@@ -27,7 +27,7 @@ import torch
 from league.learn.algorithm import Algorithm
 from league.batch import MultiAgentBatch
 from league.runtime.actors import submit
-from league.learn.learner import PRECISIONS, Learner
+from league.learn.learner import Learner, check_precision
 from league.learn.recovery import LearnerDied, check_states, gather, kill_learner
 from league.runtime.faces import LearnerHandle, Weights
 from league.sampling.versioning import WEIGHTS_VERSION
@@ -78,8 +78,7 @@ class LearnerConfig:
     def __post_init__(self) -> None:
         if self.on_failure not in ("restore", "stop"):
             raise ValueError(f"learner.on_failure must be 'restore' or 'stop', got {self.on_failure!r}")
-        if self.precision not in PRECISIONS:
-            raise ValueError(f"learner.precision must be one of {list(PRECISIONS)}, got {self.precision!r}")
+        check_precision(self.precision)
         kind = self.device.split(":")[0] if isinstance(self.device, str) else None
         if kind not in ("cpu", "cuda"):
             raise ValueError(f"learner.device must be 'cpu', 'cuda' or 'cuda:N', got {self.device!r}")
