@@ -529,8 +529,10 @@ def test_learner_group_rejects_unknown_policy_in_mapping():
 
 @pytest.mark.ray
 def test_learner_group_of_ray_actors(ray_session):
-    with pytest.raises(ValueError, match=r"needs 1 GPU\(s\) but the Ray cluster has 0"):
-        LearnerGroup.from_config({"device": "cuda", "num_gpus_per_learner": 0.25, "num_learners": 4})
+    # One GPU more than the cluster has (0 here; 1 on a GPU machine), asked for in quarters.
+    gpus = int(ray_session.cluster_resources().get("GPU", 0))
+    with pytest.raises(ValueError, match=rf"needs {gpus + 1} GPU\(s\) but the Ray cluster has {gpus}$"):
+        LearnerGroup.from_config({"device": "cuda", "num_gpus_per_learner": 0.25, "num_learners": 4 * (gpus + 1)})
     group = LearnerGroup.from_config({"num_learners": 2, "num_cpus_per_learner": 0}, seed=4)
     try:
         local = LearnerGroup.from_config({"num_learners": 2}, seed=4, remote=False)
