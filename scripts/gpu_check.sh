@@ -38,18 +38,19 @@ OUT="${OUT:-$(mktemp -d)}"
 PY="${PYTHON:-python3}"
 DEADLINE="${LEAGUE_GPU_DEADLINE_S:-0}"
 export PYTHONUNBUFFERED=1
+exec 3>&1  # step's own lines go to fd 3, never into a step's redirected output (bench.jsonl stays JSON)
 echo "outputs: $OUT"
 
-step() {  # name, limit_s, command...: runs the command under timeout, logs its status to summary.txt
+step() {  # name, limit_s, command...: runs the command under timeout, logs its status to summary.txt (and fd 3)
   local name="$1" limit="$2" start=$SECONDS rc; shift 2
   if ((DEADLINE > 0 && SECONDS >= DEADLINE)); then
-    echo "$name: skipped (deadline ${DEADLINE}s passed at ${SECONDS}s)" | tee -a "$OUT/summary.txt"
+    echo "$name: skipped (deadline ${DEADLINE}s passed at ${SECONDS}s)" | tee -a "$OUT/summary.txt" >&3
     return 0
   fi
-  echo "== $name"
+  echo "== $name" >&3
   timeout --kill-after=10 "$limit" "$@"
   rc=$?
-  echo "$name: exit $rc in $((SECONDS - start))s$( ((rc == 124 || rc == 137)) && echo " (time limit ${limit}s)")" | tee -a "$OUT/summary.txt"
+  echo "$name: exit $rc in $((SECONDS - start))s$( ((rc == 124 || rc == 137)) && echo " (time limit ${limit}s)")" | tee -a "$OUT/summary.txt" >&3
   return 0
 }
 
@@ -81,7 +82,7 @@ tests() {  # the test files named, one pytest each
   [[ "${LEAGUE_GPU_TESTS:-1}" == 1 ]] || return 0
   local file
   for file in "$@"; do
-    step "pytest $file" "${LEAGUE_GPU_TEST_LIMIT_S:-150}" "$PY" -m pytest -q -p no:cacheprovider -m "not slow" "$file" 2>&1 | tee -a "$OUT/tests.log"
+    { exec 3>&1; step "pytest $file" "${LEAGUE_GPU_TEST_LIMIT_S:-150}" "$PY" -m pytest -q -p no:cacheprovider -m "not slow" "$file"; } 2>&1 | tee -a "$OUT/tests.log"
   done
 }
 
@@ -127,6 +128,7 @@ PYEOF
 }
 mkdir -p /tmp/league-runs
 {
+exec 3>&1
 run c4_gpu 60 learner=gpu
 run c4_gpu_bf16 60 learner=gpu learner.precision=bf16
 run mix8_gpu 60 learner=gpu policies=ppo_vs_dqn policies.dqn_0.params.training_intensity=8
