@@ -7,6 +7,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
 #include <iterator>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "game_batch.h"
 #include "negamax.h"
 #include "poker.h"
+#include "threats.h"
 
 namespace py = pybind11;
 
@@ -165,32 +167,61 @@ void bind_board(py::module_& m, const char* name, const char* doc) {
 
 }  // namespace
 
+// Scores every legal move of n connect-four positions into out[n, 7], after checking the
+// arrays once; kExact: leaves score 0, so only wins and losses within `depth` plies count.
+template <bool kExact>
+void negamax_scores(py::handle mine, py::handle theirs, py::handle legal, int depth, py::handle out) {
+  if (depth < 1) throw py::value_error("depth must be >= 1, got " + std::to_string(depth));
+  if (!py::isinstance<py::array>(mine)) throw py::value_error("mine must be a numpy array");
+  const py::ssize_t n = py::reinterpret_borrow<py::array>(mine).shape(0);
+  const int64_t* m_ = checked<int64_t>(mine, "mine", {n}, false);
+  const int64_t* t_ = checked<int64_t>(theirs, "theirs", {n}, false);
+  const int64_t* l_ = checked<int64_t>(legal, "legal", {n}, false);
+  int64_t* o = checked<int64_t>(out, "out", {n, negamax::kCols}, true);
+  for (py::ssize_t i = 0; i < n; ++i)
+    if ((m_[i] & t_[i]) || ((m_[i] | t_[i]) >> 48) || m_[i] < 0 || t_[i] < 0)
+      throw py::value_error("row " + std::to_string(i) + ": mine and theirs must be disjoint connect-four bitboards");
+  py::gil_scoped_release release;
+  for (py::ssize_t i = 0; i < n; ++i)
+    negamax::score_moves<kExact>(static_cast<uint64_t>(m_[i]), static_cast<uint64_t>(t_[i]),
+                                 static_cast<uint64_t>(l_[i]), depth, o + i * negamax::kCols);
+}
+
 void bind_negamax(py::module_& m) {
+  m.def("connect_four_negamax_scores", &negamax_scores<false>, py::arg("mine"), py::arg("theirs"), py::arg("legal"),
+        py::arg("depth"), py::arg("out"),
+        "Negamax scores (int64[n, 7], INT64_MIN where unplayable) of every legal move of n connect-four "
+        "positions (bitboards of the player to move and the opponent, legal-column bits), searching depth plies.");
+  m.def("connect_four_exact_scores", &negamax_scores<true>, py::arg("mine"), py::arg("theirs"), py::arg("legal"),
+        py::arg("depth"), py::arg("out"),
+        "Like connect_four_negamax_scores with no heuristic: a move scores 1000000 + plies to spare if it wins "
+        "by force within depth plies, minus that if it loses by force, else 0.");
+}
+
+void bind_threats(py::module_& m) {
   m.def(
-      "connect_four_negamax_scores",
-      [](py::handle mine, py::handle theirs, py::handle legal, int depth, py::handle out) {
-        if (depth < 1) throw py::value_error("depth must be >= 1, got " + std::to_string(depth));
-        if (!py::isinstance<py::array>(mine)) throw py::value_error("mine must be a numpy array");
-        const py::ssize_t n = py::reinterpret_borrow<py::array>(mine).shape(0);
-        const int64_t* m_ = checked<int64_t>(mine, "mine", {n}, false);
-        const int64_t* t_ = checked<int64_t>(theirs, "theirs", {n}, false);
-        const int64_t* l_ = checked<int64_t>(legal, "legal", {n}, false);
-        int64_t* o = checked<int64_t>(out, "out", {n, negamax::kCols}, true);
-        for (py::ssize_t i = 0; i < n; ++i)
-          if ((m_[i] & t_[i]) || ((m_[i] | t_[i]) >> 48) || m_[i] < 0 || t_[i] < 0)
-            throw py::value_error("row " + std::to_string(i) + ": mine and theirs must be disjoint connect-four bitboards");
+      "board_threat_planes",
+      [](py::handle obs, int k, bool gravity, py::handle out) {
+        if (!py::isinstance<py::array>(obs) || py::reinterpret_borrow<py::array>(obs).ndim() != 4)
+          throw py::value_error("obs must be a float32[n, rows, cols, 2] numpy array");
+        const auto a = py::reinterpret_borrow<py::array>(obs);
+        const py::ssize_t n = a.shape(0), rows = a.shape(1), cols = a.shape(2);
+        if (!threats::fits(static_cast<int>(rows), static_cast<int>(cols)) || k < 2 || k > std::max(rows, cols))
+          throw py::value_error("board_threat_planes takes boards with (rows + 1) * cols <= 64 and 2 <= k <= their side, got " +
+                                describe_array(a) + " and k=" + std::to_string(k));
+        const float* o = checked<float>(obs, "obs", {n, rows, cols, 2}, false);
+        float* w = checked<float>(out, "out", {n, rows, cols, threats::kPlanes}, true);
         py::gil_scoped_release release;
-        for (py::ssize_t i = 0; i < n; ++i)
-          negamax::score_moves(static_cast<uint64_t>(m_[i]), static_cast<uint64_t>(t_[i]),
-                               static_cast<uint64_t>(l_[i]), depth, o + i * negamax::kCols);
+        threats::threat_planes(o, n, static_cast<int>(rows), static_cast<int>(cols), k, gravity, w);
       },
-      py::arg("mine"), py::arg("theirs"), py::arg("legal"), py::arg("depth"), py::arg("out"),
-      "Negamax scores (int64[n, 7], INT64_MIN where unplayable) of every legal move of n connect-four "
-      "positions (bitboards of the player to move and the opponent, legal-column bits), searching depth plies.");
+      py::arg("obs"), py::arg("k"), py::arg("gravity"), py::arg("out"),
+      "Threat planes (float32[n, rows, cols, 5]: playable, own threats, their threats, own and their playable "
+      "threats) of n k-in-a-row boards float32[n, rows, cols, 2] (plane 0 the mover's pieces).");
 }
 
 void bind_boards(py::module_& m) {
   bind_negamax(m);
+  bind_threats(m);
   bind_board<boards::TicTacToe>(m, "TicTacToeBatch", "N tic-tac-toe games (PettingZoo tictactoe_v3 rules).");
   bind_board<boards::ConnectFour>(m, "ConnectFourBatch", "N connect-four games (PettingZoo connect_four_v3 rules).");
   bind_game<poker::Leduc>(m, "LeducPokerBatch", "N Leduc poker games (OpenSpiel leduc_poker rules and information-state tensors).")

@@ -85,6 +85,9 @@ inline int64_t heuristic(uint64_t mine, uint64_t theirs) {
 }
 
 // Fail-soft alpha-beta value for the side to move (`mine`), searching `depth` more plies.
+// Leaves at depth 0 score the heuristic, or 0 (`kExact`: only wins and losses within the
+// horizon count, so a score is +-(kWin + plies to spare) or 0, "not decided in depth plies").
+template <bool kExact = false>
 inline int64_t search(uint64_t mine, uint64_t theirs, int depth, int64_t alpha, int64_t beta) {
   if (has_four(theirs)) return -(kWin + depth);  // lost; losing later (less depth left) is less bad
   const uint64_t occupied = mine | theirs;
@@ -93,10 +96,10 @@ inline int64_t search(uint64_t mine, uint64_t theirs, int depth, int64_t alpha, 
   for (int col : kColumnOrder)
     if (const uint64_t bit = drop_bit(occupied, col)) moves[n++] = bit;
   if (n == 0) return 0;
-  if (depth == 0) return heuristic(mine, theirs);
+  if (depth == 0) return kExact ? 0 : heuristic(mine, theirs);
   int64_t best = -kInf;
   for (int i = 0; i < n; ++i) {
-    const int64_t score = -search(theirs, mine | moves[i], depth - 1, -beta, -alpha);
+    const int64_t score = -search<kExact>(theirs, mine | moves[i], depth - 1, -beta, -alpha);
     if (score > best) {
       best = score;
       if (best > alpha) {
@@ -112,6 +115,7 @@ inline int64_t search(uint64_t mine, uint64_t theirs, int depth, int64_t alpha, 
 // into out[kCols]; kUnscored for the others. Each move is searched with a window just
 // below the best so far: moves that tie it get exact scores, worse ones an upper bound
 // below it, which is all choosing the best needs.
+template <bool kExact = false>
 inline void score_moves(uint64_t mine, uint64_t theirs, uint64_t legal, int depth, int64_t* out) {
   for (int c = 0; c < kCols; ++c) out[c] = kUnscored;
   const uint64_t occupied = mine | theirs;
@@ -120,7 +124,7 @@ inline void score_moves(uint64_t mine, uint64_t theirs, uint64_t legal, int dept
     if (!((legal >> col) & 1)) continue;
     const uint64_t bit = drop_bit(occupied, col);
     if (!bit) continue;
-    const int64_t score = -search(theirs, mine | bit, depth - 1, -kInf, -(best - 1));
+    const int64_t score = -search<kExact>(theirs, mine | bit, depth - 1, -kInf, -(best - 1));
     out[col] = score;
     if (score > best) best = score;
   }

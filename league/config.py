@@ -310,7 +310,8 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
     except TypeError as err:
         raise ValueError(f"env '{cfg.env.name}' rejected env.kwargs {cfg.env.kwargs}: {err}") from err
     from league.run.env_checks import (
-        bound_fragment_memory, check_openings, check_search_game, check_symmetry, policy_group, resolve_env_groups,
+        bound_fragment_memory, check_openings, check_search_game, check_symmetry, check_threat_planes, policy_group,
+        resolve_env_groups,
     )
 
     try:
@@ -325,6 +326,7 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
     specs_met = list(group_specs.values()) or [spec]  # what the algorithm's policies will see
     check_symmetry(cfg, specs_met)
     check_search_game(cfg, specs_met)
+    check_threat_planes(cfg, specs_met)
     # The algorithm validates its own hyperparameters (unknown keys, ranges), for each spec it meets.
     for group_spec in specs_met:
         ALGORITHMS[cfg.algo.name](group_spec, cfg.algo.params)

@@ -48,7 +48,7 @@ def _heuristic(mine: int, theirs: int) -> int:
     return score
 
 
-def _negamax(mine: int, theirs: int, depth: int, alpha: float, beta: float) -> float:
+def _negamax(mine: int, theirs: int, depth: int, alpha: float, beta: float, exact: bool = False) -> float:
     if _four(theirs):
         return -(WIN + depth)
     occupied = mine | theirs
@@ -56,10 +56,10 @@ def _negamax(mine: int, theirs: int, depth: int, alpha: float, beta: float) -> f
     if not moves:
         return 0
     if depth == 0:
-        return _heuristic(mine, theirs)
+        return 0 if exact else _heuristic(mine, theirs)
     best = -float("inf")
     for bit in moves:
-        score = -_negamax(theirs, mine | bit, depth - 1, -beta, -alpha)
+        score = -_negamax(theirs, mine | bit, depth - 1, -beta, -alpha, exact)
         if score > best:
             best = score
             if best > alpha:
@@ -69,13 +69,14 @@ def _negamax(mine: int, theirs: int, depth: int, alpha: float, beta: float) -> f
     return best
 
 
-def reference_scores(mine: int, theirs: int, legal: list[int], depth: int) -> dict[int, int]:
-    """Score of each playable legal move, the windowed root search of the old Python player."""
+def reference_scores(mine: int, theirs: int, legal: list[int], depth: int, exact: bool = False) -> dict[int, int]:
+    """Score of each playable legal move, the windowed root search of the old Python player
+    (``exact``: leaves score 0, as ``connect_four_exact_scores``)."""
     occupied, scores, best = mine | theirs, {}, -float("inf")
     for col in sorted(legal, key=ORDER.index):
         bit = _drop(occupied, col)
         if bit:
-            score = -_negamax(theirs, mine | bit, depth - 1, -float("inf"), -(best - 1))
+            score = -_negamax(theirs, mine | bit, depth - 1, -float("inf"), -(best - 1), exact)
             scores[col] = int(score)
             best = max(best, score)
     return scores
@@ -116,6 +117,25 @@ def test_core_scores_equal_the_reference_search(depth):
             assert got == expected, (row, depth)
 
 
+@pytest.mark.parametrize("depth", [1, 2, 4, 5])
+def test_exact_scores_equal_the_reference_search_without_its_heuristic(depth):
+    obs, mask = _positions(16, 36, seed=10 + depth)
+    step = {1: 1, 2: 1, 4: 4, 5: 8}[depth]
+    obs, mask = obs[::step], mask[::step]
+    mine, theirs = _bits(obs[..., 0], _C4_BIT_VALUES), _bits(obs[..., 1], _C4_BIT_VALUES)
+    legal_bits = (mask.astype(bool) * (1 << np.arange(COLS))).sum(axis=1).astype(np.int64)
+    scores = np.empty((len(obs), COLS), np.int64)
+    _core.connect_four_exact_scores(mine, theirs, legal_bits, depth, scores)
+    decided = 0
+    for row in range(len(scores)):
+        expected = reference_scores(int(mine[row]), int(theirs[row]), [int(a) for a in np.flatnonzero(mask[row])], depth, exact=True)
+        got = {a: int(s) for a, s in enumerate(scores[row]) if s != np.iinfo(np.int64).min}
+        assert got == expected, (row, depth)
+        assert all(s == 0 or abs(s) >= WIN for s in got.values())  # only wins and losses score
+        decided += any(s != 0 for s in got.values())
+    assert decided > len(scores) // 10  # the positions hold wins and losses within reach
+
+
 def test_core_refuses_bad_input():
     out = np.empty((2, 7), np.int64)
     ok = np.zeros(2, np.int64)
@@ -127,3 +147,7 @@ def test_core_refuses_bad_input():
         _core.connect_four_negamax_scores(ok, ok, ok, 2, np.empty((2, 6), np.int64))
     with pytest.raises(ValueError, match="disjoint connect-four bitboards"):
         _core.connect_four_negamax_scores(np.array([1, 0]), np.array([1, 0]), ok, 2, out)
+    with pytest.raises(ValueError, match="depth must be >= 1"):
+        _core.connect_four_exact_scores(ok, ok, ok, 0, out)
+    with pytest.raises(ValueError, match="disjoint connect-four bitboards"):
+        _core.connect_four_exact_scores(np.array([1, 0]), np.array([1, 0]), ok, 2, out)

@@ -29,10 +29,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
-__all__ = ["BoardRules", "BOARD_GAMES", "board_rules", "check_search_game", "search_approved", "threat_cells"]
+__all__ = [
+    "BoardRules",
+    "BOARD_GAMES",
+    "CONNECT_FOUR_CELL_BITS",
+    "board_rules",
+    "check_search_game",
+    "connect_four_bitboards",
+    "exact_search_approved",
+    "search_approved",
+    "threat_cells",
+    "threat_planes",
+    "threat_planes_torch",
+    "THREAT_PLANES",
+]
 
 
 @dataclass(frozen=True)
@@ -58,25 +72,34 @@ BOARD_GAMES = {
 }
 
 
-def check_search_game(game: str | None) -> None:
-    """Config check: ``game`` is null or a game this search reads (ValueError naming the known ones)."""
+def check_search_game(game: str | None, depth: int = 2) -> None:
+    """Config check: ``game`` is null or a game this search reads, and ``depth`` a depth it
+    searches that game to (ValueError naming the known ones)."""
     if game is not None and game not in BOARD_GAMES:
         raise ValueError(f"search_game must be one of {sorted(BOARD_GAMES)} or null (no search), got {game!r}")
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 2:
+        raise ValueError(f"search_depth must be an int >= 2 (plies), got {depth!r}")
+    if depth > 2 and game is not None and game != "connect_four":
+        raise ValueError(f"search_depth > 2 is searched for connect_four only (the C++ core); {game!r} takes 2, got {depth}")
 
 
-def board_rules(game: str, obs_shape: Sequence[int], num_actions: int) -> BoardRules:
+def board_rules(game: str, obs_shape: Sequence[int], num_actions: int,
+                setting: str = "algo.params.search_game") -> BoardRules:
     """The rules of ``game``, checked against the agent's observation shape and action count.
 
     Raises:
         ValueError: an unknown game, or observations/actions that are not that game's
-            (e.g. the search named for an env it does not fit).
+            (e.g. the search named for an env it does not fit); the message names
+            ``setting``, the config key that asked for ``game``.
     """
-    check_search_game(game)
+    if game not in BOARD_GAMES:
+        raise ValueError(f"{setting} must be one of {sorted(BOARD_GAMES)} or null, got {game!r}")
     rules = BOARD_GAMES[game]
     if tuple(obs_shape) != (rules.rows, rules.cols, 2) or num_actions != rules.num_actions:
+        key = setting.rsplit(".", 1)[-1]
         raise ValueError(
-            f"search_game {game!r} reads [{rules.rows}, {rules.cols}, 2] observations with {rules.num_actions} actions; "
-            f"this agent has {list(obs_shape)} and {num_actions}. Set algo.params.search_game=null for this env"
+            f"{key} {game!r} reads [{rules.rows}, {rules.cols}, 2] observations with {rules.num_actions} actions; "
+            f"this agent has {list(obs_shape)} and {num_actions}. Set {setting}=null for this env"
         )
     return rules
 
@@ -118,11 +141,54 @@ def threat_cells(own: torch.Tensor, empty: torch.Tensor, k: int) -> torch.Tensor
     return hits.permute(2, 0, 1) & empty
 
 
-def search_approved(obs: torch.Tensor, action_mask: torch.Tensor, rules: BoardRules) -> torch.Tensor:
-    """``bool[B, A]``: the legal moves a two-ply exact search does not refute (see the module doc).
+#: Planes :func:`threat_planes` adds, in order.
+THREAT_PLANES = ("playable", "own_threats", "their_threats", "own_playable_threats", "their_playable_threats")
+
+
+def threat_planes(obs: torch.Tensor, rules: BoardRules) -> torch.Tensor:
+    """``float[B, H, W, 5]``: what two plies read from board observations ``[B, H, W, 2]``, as
+    input planes for a model (:data:`THREAT_PLANES`): the cells a move fills now (every empty
+    cell, or under gravity the lowest empty cell of each column), each player's threat cells
+    (:func:`threat_cells`), and the threat cells a move fills now (the mover's immediate
+    wins; the opponent's wins unless blocked). Exact functions of the board, so a model
+    reads each tactic from one cell instead of learning it from a window of them.
+
+    On CPU float32 the C++ core reads them (``csrc/threats.h``: a sampler's batch of 128
+    connect-four boards in microseconds, where these torch ops take a millisecond); other
+    devices and dtypes use :func:`threat_planes_torch`, the same reading (tested equal).
+    """
+    if obs.device.type != "cpu" or obs.dtype != torch.float32:
+        return threat_planes_torch(obs, rules)
+    from league import _core
+
+    boards = obs.detach().contiguous()
+    out = torch.empty((*boards.shape[:3], len(THREAT_PLANES)), dtype=torch.float32)
+    _core.board_threat_planes(boards.numpy(), rules.k, rules.gravity, out.numpy())
+    return out
+
+
+def threat_planes_torch(obs: torch.Tensor, rules: BoardRules) -> torch.Tensor:
+    """:func:`threat_planes` in torch ops, on any device and dtype."""
+    mine, theirs = obs[..., 0] > 0.5, obs[..., 1] > 0.5
+    empty = ~(mine | theirs)
+    if rules.gravity:  # a cell is playable when the one below it is filled (or it is on the bottom row)
+        below = torch.ones_like(empty)
+        below[:, :-1] = ~empty[:, 1:]
+        playable = empty & below
+    else:
+        playable = empty
+    own, other = threat_cells(mine, empty, rules.k), threat_cells(theirs, empty, rules.k)
+    return torch.stack([playable, own, other, own & playable, other & playable], -1).to(obs.dtype)
+
+
+def search_approved(obs: torch.Tensor, action_mask: torch.Tensor, rules: BoardRules, depth: int = 2) -> torch.Tensor:
+    """``bool[B, A]``: the legal moves an exact search of ``depth`` plies does not refute (see
+    the module doc; depths above 2: :func:`exact_search_approved`).
 
     ``obs`` ``[B, H, W, 2]`` (plane 0 the mover's pieces), ``action_mask`` ``[B, A]``.
     """
+    if depth > 2:
+        return exact_search_approved(obs, action_mask, depth)
     mine, theirs = obs[..., 0] > 0.5, obs[..., 1] > 0.5
     empty = ~(mine | theirs)
     legal = action_mask > 0
@@ -144,3 +210,36 @@ def search_approved(obs: torch.Tensor, action_mask: torch.Tensor, rules: BoardRu
         loses = (their_cells.sum(1, keepdim=True) - their_cells.long()) > 0
     safe = legal & ~loses
     return torch.where(wins.any(1, keepdim=True), wins, torch.where(safe.any(1, keepdim=True), safe, legal))
+
+
+#: Bit of each ``[6, 7]`` observation cell in the C++ core's connect-four bitboards
+#: (``csrc/negamax.h``): bit ``7 * col + height``, height counted from the bottom row.
+CONNECT_FOUR_CELL_BITS = np.array([[1 << (7 * c + (5 - r)) for c in range(7)] for r in range(6)], dtype=np.int64)
+
+
+def connect_four_bitboards(obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(mine, theirs)``, ``int64[B]`` each: the mover's and the opponent's pieces of connect-four
+    observations ``[B, 6, 7, 2]`` as the C++ core's bitboards."""
+    cells = obs.reshape(len(obs), -1, 2) > 0.5
+    bits = CONNECT_FOUR_CELL_BITS.reshape(-1)
+    return (cells[..., 0] * bits).sum(1), (cells[..., 1] * bits).sum(1)
+
+
+def exact_search_approved(obs: torch.Tensor, action_mask: torch.Tensor, depth: int) -> torch.Tensor:
+    """``bool[B, 7]``: the legal connect-four moves whose value under an exact alpha-beta search
+    of ``depth`` plies (wins and losses only, no heuristic: ``csrc/negamax.h``) is the best.
+
+    A win scores more the sooner it comes and a loss less, so the approved moves are the
+    quickest forced wins, else the moves not lost by force within ``depth`` plies, else the
+    slowest losses. At depth 2 these are exactly :func:`search_approved`'s two-ply moves
+    (tested). Depth 4 adds the double threats the mover can make and those it must not allow.
+    """
+    from league import _core
+
+    mask = action_mask.detach().cpu().numpy() > 0
+    mine, theirs = connect_four_bitboards(obs.detach().cpu().numpy())
+    legal = (mask * (1 << np.arange(mask.shape[1]))).sum(1).astype(np.int64)
+    scores = np.empty(mask.shape, dtype=np.int64)
+    _core.connect_four_exact_scores(mine.astype(np.int64), theirs.astype(np.int64), legal, depth, scores)
+    best = np.where(mask, scores, np.iinfo(np.int64).min).max(1, keepdims=True)
+    return torch.from_numpy((scores == best) & mask).to(action_mask.device)

@@ -29,6 +29,7 @@ import torch.distributed as dist
 from torch import nn
 
 from league.algos.activations import Tanh
+from league.algos.board_search import THREAT_PLANES, BoardRules, board_rules, threat_planes
 
 __all__ = ["MLPModel", "ConvModel", "NatureCNNModel", "build_model", "resolve_model_kind", "MIN_IMAGE_SIDE", "RunningMeanStd", "PopArtValue", "ActorCriticModel"]
 
@@ -326,7 +327,52 @@ def build_model(kind: str, obs_shape: Sequence[int], num_actions: int, **kwargs)
     method = kwargs.pop("symmetry_method", "average")
     if symmetry is None and method != "average":
         raise ValueError(f"model_kwargs.symmetry_method={method!r} needs model_kwargs.symmetry (one of d4, flip_lr)")
-    return symmetrize(_build_base_model(kind, obs_shape, num_actions, **kwargs), symmetry, obs_shape, num_actions, method)
+    game = kwargs.pop("threat_planes", None)
+    if game is None:
+        model = _build_base_model(kind, obs_shape, num_actions, **kwargs)
+    else:
+        model = ThreatPlanesModel.build(game, kind, obs_shape, num_actions, **kwargs)
+    return symmetrize(model, symmetry, obs_shape, num_actions, method)
+
+
+class ThreatPlanesModel(nn.Module):
+    """``base`` reading board observations with their threat planes appended as channels
+    (:func:`league.algos.board_search.threat_planes`: the cells a move fills now, each side's
+    threat cells, and the immediate wins and forced blocks among them).
+
+    The planes are exact functions of the board, as AlphaGo's input features were of the Go
+    board: the network reads "this column wins now" from one cell instead of learning it from
+    a window of four plus the cell below. ``base`` maps ``[B, H, W, C + 5]``; so this maps
+    ``[B, H, W, C]``. Attributes the wrapper lacks (heads, normalisers) are read from ``base``.
+    """
+
+    def __init__(self, base: nn.Module, rules: BoardRules) -> None:
+        super().__init__()
+        self.base = base
+        self.rules = rules
+
+    @classmethod
+    def build(cls, game: str, kind: str, obs_shape: Sequence[int], num_actions: int, **kwargs) -> ThreatPlanesModel:
+        """The model ``kind`` on ``obs_shape`` plus ``game``'s planes (ValueError naming what does not fit)."""
+        rules = board_rules(game, obs_shape, num_actions, setting="algo.params.model_kwargs.threat_planes")
+        if kwargs.get("normalize_obs"):
+            raise ValueError("model_kwargs.threat_planes reads 0/1 board planes; normalize_obs would rescale them: "
+                             "set algo.params.normalize_obs=false")
+        shape = (*obs_shape[:-1], obs_shape[-1] + len(THREAT_PLANES))
+        return cls(_build_base_model(kind, shape, num_actions, **kwargs), rules)
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(logits, value)`` of ``base`` on the observations with their planes."""
+        return self.base(torch.cat([obs, threat_planes(obs, self.rules).to(obs.device)], -1))
+
+    def __getattr__(self, name: str):  # noqa: ANN204 - whatever ``base`` holds
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(super().__getattr__("base"), name)
+
+    def extra_repr(self) -> str:
+        return f"threat_planes=(rows={self.rules.rows}, cols={self.rules.cols}, k={self.rules.k}, gravity={self.rules.gravity})"
 
 
 def resolve_model_kind(kind: str, obs_shape: Sequence[int]) -> str:

@@ -76,6 +76,7 @@ class PPOConfig(ActorCriticOptions):
     # the policy: search_coef * -log(probability of the moves the search does not refute).
     search_game: str | None = None
     search_coef: float = 1.0
+    search_depth: int = 2
 
     def __post_init__(self) -> None:
         self.check_options("ppo")
@@ -90,7 +91,7 @@ class PPOConfig(ActorCriticOptions):
             raise ValueError(f"ppo.gamma and ppo.lam must lie in [0, 1], got {self.gamma}, {self.lam}")
         if not self.search_coef >= 0:
             raise ValueError(f"ppo.search_coef must be >= 0, got {self.search_coef}")
-        check_search_game(self.search_game)
+        check_search_game(self.search_game, self.search_depth)
 
 
 #: Names of the statistics :func:`ppo_loss_terms` returns, in order.
@@ -172,7 +173,7 @@ class PPO(GAEActorCritic):
         t = batch_to_tensors(batch, self.loss_inputs(*PPO_INPUTS), next(state.model.parameters()).device)
         self.prepare(state.model, t)
         if self.search_rules is not None:
-            t[SEARCH_APPROVED] = search_approved(t[C.OBS], t[C.ACTION_MASK], self.search_rules)
+            t[SEARCH_APPROVED] = search_approved(t[C.OBS], t[C.ACTION_MASK], self.search_rules, cfg.search_depth)
         return minibatch_sgd(
             self.loss, state, t, len(batch), cfg.num_epochs, cfg.minibatch_size, cfg.max_grad_norm, "PPO"
         )

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from league.algos.board_search import CONNECT_FOUR_CELL_BITS
 from league.envs.base import AgentSpec
 from league.policy import Policy, PolicyFactory, RandomPolicyFactory
 
@@ -220,10 +221,7 @@ class TicTacToeMinimaxPolicy(_BoardSearchPolicy):
 # Bitboard: bit ``7 * col + height`` is the cell ``height`` rows above the bottom of
 # ``col``; bit 6 of each column stays empty so line shifts never wrap between columns.
 _C4_ROWS, _C4_COLS, _C4_STRIDE = 6, 7, 7
-_C4_BIT_VALUES = np.array(
-    [[1 << (_C4_STRIDE * c + (_C4_ROWS - 1 - r)) for c in range(_C4_COLS)] for r in range(_C4_ROWS)],
-    dtype=np.int64,
-)
+_C4_BIT_VALUES = CONNECT_FOUR_CELL_BITS  # the C++ core's layout (csrc/negamax.h)
 
 
 def _c4_has_four(bits: int) -> bool:

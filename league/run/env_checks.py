@@ -2,8 +2,9 @@
 (the env is built there already): ``env.groups`` resolved against the env's agents and
 specs (explicit, or by agent-id prefix), the group each policy plays, and sampler sizes
 bounded by the memory a fragment of observations takes, and exploring starts
-(``sampler.opening_plies``), a symmetric model (``algo.params.model_kwargs.symmetry``) and
-a distilled board search (``algo.params.search_game``) only where the game allows them.
+(``sampler.opening_plies``), a symmetric model (``algo.params.model_kwargs.symmetry``), a
+distilled board search (``algo.params.search_game``) and a model's threat planes
+(``algo.params.model_kwargs.threat_planes``) only where the game allows them.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from league.envs.base import MultiAgentEnv
 
 __all__ = ["MAX_FRAGMENT_BYTES", "bound_fragment_memory", "resolve_env_groups", "policy_group", "check_openings",
-           "check_symmetry", "check_search_game"]
+           "check_symmetry", "check_search_game", "check_threat_planes"]
 
 
 #: The most observation bytes one sampler's fragment may hold; larger configs are shrunk.
@@ -160,3 +161,16 @@ def check_search_game(cfg: RunConfig, specs: Iterable[Any]) -> None:
     if isinstance(game, str) and game in BOARD_GAMES and _unfit(cfg, f"algo.params.search_game={game}", specs,
                                       lambda spec: board_rules(game, spec.obs_shape, spec.num_actions)):
         cfg.algo.params["search_game"] = None
+
+
+def check_threat_planes(cfg: RunConfig, specs: Iterable[Any]) -> None:
+    """Keep ``algo.params.model_kwargs.threat_planes`` only where every spec in ``specs`` is that
+    game's board; dropped with a warning elsewhere, as the search and the symmetry are."""
+    from league.algos.board_search import BOARD_GAMES, board_rules
+
+    kwargs = cfg.algo.params.get("model_kwargs") or {}
+    game = kwargs.get("threat_planes") if isinstance(kwargs, Mapping) else None
+    setting = "algo.params.model_kwargs.threat_planes"
+    if isinstance(game, str) and game in BOARD_GAMES and _unfit(cfg, f"{setting}={game}", specs,
+                                      lambda spec: board_rules(game, spec.obs_shape, spec.num_actions, setting)):
+        cfg.algo.params["model_kwargs"] = {k: v for k, v in kwargs.items() if k != "threat_planes"}

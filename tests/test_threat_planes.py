@@ -1,0 +1,80 @@
+"""Models that read board observations with their threat planes (model_kwargs.threat_planes):
+the planes reach the network, the mirror and d4 stay exact, checkpoints round-trip, and
+settings that do not fit are refused or dropped by name."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+
+from league.algos import make_algorithm
+from league.algos.board_search import THREAT_PLANES
+from league.algos.models import ConvModel, MLPModel, ThreatPlanesModel, build_model
+from league.algos.symmetry import SymmetrizedModel
+from league.envs.base import AgentSpec
+from league.population.yardstick import random_play_positions
+
+C4 = AgentSpec((6, 7, 2), 7, True)
+
+
+def test_the_network_reads_the_planes_and_the_mirror_stays_exact() -> None:
+    torch.manual_seed(0)
+    model = build_model("conv", (6, 7, 2), 7, symmetry="flip_lr", threat_planes="connect_four")
+    assert isinstance(model, SymmetrizedModel) and isinstance(model.base, ThreatPlanesModel)
+    assert isinstance(model.base.base, ConvModel) and model.base.base.convs[0].in_channels == 2 + len(THREAT_PLANES)
+    obs, _ = random_play_positions("connect_four", 3, seed=1)
+    obs = torch.from_numpy(obs)
+    logits, value = model(obs)
+    m_logits, m_value = model(obs.flip(2))  # every board mirrored left-right
+    torch.testing.assert_close(m_logits.flip(1), logits, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(m_value, value, rtol=1e-5, atol=1e-5)
+    # The planes are inputs: zeroing their weights changes the outputs.
+    with torch.no_grad():
+        model.base.base.convs[0].weight[:, 2:] = 0
+    assert not torch.allclose(model(obs)[0], logits, atol=1e-4)
+
+
+def test_d4_stays_exact_on_tictactoe_and_mlps_take_the_planes_too() -> None:
+    from test_symmetry import _assert_d4_invariant
+
+    torch.manual_seed(0)
+    model = build_model("mlp", (3, 3, 2), 9, symmetry="d4", threat_planes="tictactoe")
+    assert isinstance(model.base.base, MLPModel)
+    _assert_d4_invariant(model)
+
+
+def test_a_checkpointed_model_loads_and_answers_the_same() -> None:
+    params = {"model": "conv", "model_kwargs": {"symmetry": "flip_lr", "threat_planes": "connect_four"}}
+    torch.manual_seed(1)
+    saved = make_algorithm("ppo", C4, params).make_model()
+    torch.manual_seed(2)
+    loaded = make_algorithm("ppo", C4, params).make_model()
+    loaded.load_state_dict(saved.state_dict())
+    obs = torch.from_numpy(random_play_positions("connect_four", 2, seed=3)[0])
+    torch.testing.assert_close(loaded(obs), saved(obs))
+    assert any(key.startswith("base.base.") for key in saved.state_dict())
+
+
+def test_settings_that_do_not_fit_are_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="threat_planes 'connect_four' reads \\[6, 7, 2\\].*model_kwargs.threat_planes=null"):
+        build_model("conv", (3, 3, 2), 9, threat_planes="connect_four")
+    with pytest.raises(ValueError, match="model_kwargs.threat_planes must be one of"):
+        build_model("conv", (6, 7, 2), 7, threat_planes="go")
+    with pytest.raises(ValueError, match="normalize_obs=false"):
+        build_model("conv", (6, 7, 2), 7, threat_planes="connect_four", normalize_obs=True)
+
+
+def test_another_env_drops_the_planes_with_a_warning() -> None:
+    from league.cli.train import composed_values
+    from league.config import parse_run_config
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        cfg = parse_run_config(composed_values(["env.name=tictactoe", "+algo.params.model_kwargs.threat_planes=connect_four"]))
+    said = [str(w.message) for w in caught]
+    assert any("threat_planes=connect_four ignored for env 'tictactoe'" in m for m in said), said
+    assert "threat_planes" not in cfg.algo.params["model_kwargs"]
+    model = make_algorithm(cfg.algo.name, AgentSpec((3, 3, 2), 9, True), cfg.algo.params).make_model()
+    assert not any(isinstance(m, ThreatPlanesModel) for m in model.modules())
