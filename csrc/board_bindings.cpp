@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <iterator>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "array_utils.h"
@@ -169,9 +170,11 @@ void bind_board(py::module_& m, const char* name, const char* doc) {
 
 // Scores every legal move of n connect-four positions into out[n, 7], after checking the
 // arrays once; kExact: leaves score 0, so only wins and losses within `depth` plies count.
+// Rows are split over `threads` threads (positions are independent; each writes its own rows).
 template <bool kExact>
-void negamax_scores(py::handle mine, py::handle theirs, py::handle legal, int depth, py::handle out) {
+void negamax_scores(py::handle mine, py::handle theirs, py::handle legal, int depth, py::handle out, int threads) {
   if (depth < 1) throw py::value_error("depth must be >= 1, got " + std::to_string(depth));
+  if (threads < 1) throw py::value_error("threads must be >= 1, got " + std::to_string(threads));
   if (!py::isinstance<py::array>(mine)) throw py::value_error("mine must be a numpy array");
   const py::ssize_t n = py::reinterpret_borrow<py::array>(mine).shape(0);
   const int64_t* m_ = checked<int64_t>(mine, "mine", {n}, false);
@@ -182,18 +185,27 @@ void negamax_scores(py::handle mine, py::handle theirs, py::handle legal, int de
     if ((m_[i] & t_[i]) || ((m_[i] | t_[i]) >> 48) || m_[i] < 0 || t_[i] < 0)
       throw py::value_error("row " + std::to_string(i) + ": mine and theirs must be disjoint connect-four bitboards");
   py::gil_scoped_release release;
-  for (py::ssize_t i = 0; i < n; ++i)
-    negamax::score_moves<kExact>(static_cast<uint64_t>(m_[i]), static_cast<uint64_t>(t_[i]),
-                                 static_cast<uint64_t>(l_[i]), depth, o + i * negamax::kCols);
+  const auto rows = [&](py::ssize_t lo, py::ssize_t hi) {
+    for (py::ssize_t i = lo; i < hi; ++i)
+      negamax::score_moves<kExact>(static_cast<uint64_t>(m_[i]), static_cast<uint64_t>(t_[i]),
+                                   static_cast<uint64_t>(l_[i]), depth, o + i * negamax::kCols);
+  };
+  // A thread costs tens of microseconds to start: worth it only for a few dozen rows each.
+  const py::ssize_t workers = std::max<py::ssize_t>(1, std::min<py::ssize_t>(threads, n / 32));
+  std::vector<std::thread> pool;
+  for (py::ssize_t w = 1; w < workers; ++w) pool.emplace_back(rows, n * w / workers, n * (w + 1) / workers);
+  rows(0, n / workers);
+  for (auto& t : pool) t.join();
 }
 
 void bind_negamax(py::module_& m) {
   m.def("connect_four_negamax_scores", &negamax_scores<false>, py::arg("mine"), py::arg("theirs"), py::arg("legal"),
-        py::arg("depth"), py::arg("out"),
+        py::arg("depth"), py::arg("out"), py::arg("threads") = 1,
         "Negamax scores (int64[n, 7], INT64_MIN where unplayable) of every legal move of n connect-four "
-        "positions (bitboards of the player to move and the opponent, legal-column bits), searching depth plies.");
+        "positions (bitboards of the player to move and the opponent, legal-column bits), searching depth plies "
+        "on up to `threads` threads.");
   m.def("connect_four_exact_scores", &negamax_scores<true>, py::arg("mine"), py::arg("theirs"), py::arg("legal"),
-        py::arg("depth"), py::arg("out"),
+        py::arg("depth"), py::arg("out"), py::arg("threads") = 1,
         "Like connect_four_negamax_scores with no heuristic: a move scores 1000000 + plies to spare if it wins "
         "by force within depth plies, minus that if it loses by force, else 0.");
 }

@@ -175,21 +175,40 @@ def test_search_depth_is_checked_by_name():
 
 
 def _brute_planes(obs: np.ndarray, game: str) -> np.ndarray:
-    """Threat planes by definition: for each empty cell, whether a move fills it now and whether
-    a piece there completes a line of either side."""
+    """Threat planes by definition: for each empty cell, whether a move fills it now, whether a
+    piece there completes a line of either side, and whether a side's move there, not winning
+    at once, leaves it two immediate wins (or one with another winning cell right above it)."""
     rules = BOARD_GAMES[game]
     mine, theirs = obs[..., 0] > 0.5, obs[..., 1] > 0.5
+
+    def playable(occupied: np.ndarray, r: int, c: int) -> bool:
+        return not occupied[r, c] and (not rules.gravity or r == rules.rows - 1 or occupied[r + 1, c])
+
+    def completes(side: np.ndarray, occupied: np.ndarray, r: int, c: int) -> bool:
+        if occupied[r, c]:
+            return False
+        side = side.copy()
+        side[r, c] = True
+        return _has_line(side, rules.k)
+
+    def double(side: np.ndarray, occupied: np.ndarray, r: int, c: int) -> bool:
+        side, occupied = side.copy(), occupied.copy()
+        side[r, c] = occupied[r, c] = True
+        wins = [(y, x) for y in range(rules.rows) for x in range(rules.cols)
+                if playable(occupied, y, x) and completes(side, occupied, y, x)]
+        stacked = rules.gravity and any(y > 0 and completes(side, occupied, y - 1, x) for y, x in wins)
+        return len(wins) >= 2 or stacked
+
     occupied = mine | theirs
     out = np.zeros((rules.rows, rules.cols, len(THREAT_PLANES)), np.float32)
     for r in range(rules.rows):
         for c in range(rules.cols):
             if occupied[r, c]:
                 continue
-            playable = not rules.gravity or r == rules.rows - 1 or occupied[r + 1, c]
-            own, other = mine.copy(), theirs.copy()
-            own[r, c] = other[r, c] = True
-            threats = (_has_line(own, rules.k), _has_line(other, rules.k))
-            out[r, c] = (playable, *threats, threats[0] and playable, threats[1] and playable)
+            now = playable(occupied, r, c)
+            threats = (completes(mine, occupied, r, c), completes(theirs, occupied, r, c))
+            doubles = [now and not wins and double(side, occupied, r, c) for side, wins in zip((mine, theirs), threats)]
+            out[r, c] = (now, *threats, threats[0] and now, threats[1] and now, *doubles)
     return out
 
 
@@ -201,7 +220,7 @@ def test_threat_planes_read_the_board_exactly(game, games):
     assert torch.equal(planes, threat_planes_torch(torch.from_numpy(obs), rules))
     expected = np.stack([_brute_planes(o, game) for o in obs])
     assert np.array_equal(planes.numpy(), expected)
-    assert expected[..., 3].any() and expected[..., 4].any()  # wins and forced blocks occur
+    assert expected[..., 3:].any(axis=(0, 1, 2)).all()  # wins, forced blocks and double threats occur
     doubled = threat_planes(torch.from_numpy(obs).double(), rules)  # other dtypes: the torch reading
     assert doubled.dtype == torch.float64 and np.array_equal(doubled.numpy(), expected)
 
@@ -210,14 +229,14 @@ def test_threat_planes_refuse_bad_arrays_by_name():
     from league import _core
 
     ok = np.zeros((2, 6, 7, 2), np.float32)
-    out = np.zeros((2, 6, 7, 5), np.float32)
+    out = np.zeros((2, 6, 7, len(THREAT_PLANES)), np.float32)
     with pytest.raises(ValueError, match="obs must be float32\\[2, 6, 7, 2\\], got float64"):
         _core.board_threat_planes(ok.astype(np.float64), 4, True, out)
     with pytest.raises(ValueError, match="obs must be a float32\\[n, rows, cols, 2\\]"):
         _core.board_threat_planes(ok[0], 4, True, out)
-    with pytest.raises(ValueError, match="out must be float32\\[2, 6, 7, 5\\]"):
+    with pytest.raises(ValueError, match="out must be float32\\[2, 6, 7, 7\\]"):
         _core.board_threat_planes(ok, 4, True, out[:, :, :, :4].copy())
     with pytest.raises(ValueError, match="\\(rows \\+ 1\\) \\* cols <= 64"):
-        _core.board_threat_planes(np.zeros((1, 8, 8, 2), np.float32), 4, True, np.zeros((1, 8, 8, 5), np.float32))
+        _core.board_threat_planes(np.zeros((1, 8, 8, 2), np.float32), 4, True, np.zeros((1, 8, 8, 7), np.float32))
     with pytest.raises(ValueError, match="2 <= k"):
         _core.board_threat_planes(ok, 9, True, out)

@@ -134,6 +134,9 @@ def test_exact_scores_equal_the_reference_search_without_its_heuristic(depth):
         assert all(s == 0 or abs(s) >= WIN for s in got.values())  # only wins and losses score
         decided += any(s != 0 for s in got.values())
     assert decided > len(scores) // 10  # the positions hold wins and losses within reach
+    threaded = np.empty_like(scores)
+    _core.connect_four_exact_scores(mine, theirs, legal_bits, depth, threaded, threads=3)  # rows split over threads
+    assert np.array_equal(threaded, scores)
 
 
 def test_core_refuses_bad_input():
@@ -149,5 +152,7 @@ def test_core_refuses_bad_input():
         _core.connect_four_negamax_scores(np.array([1, 0]), np.array([1, 0]), ok, 2, out)
     with pytest.raises(ValueError, match="depth must be >= 1"):
         _core.connect_four_exact_scores(ok, ok, ok, 0, out)
+    with pytest.raises(ValueError, match="threads must be >= 1"):
+        _core.connect_four_exact_scores(ok, ok, ok, 2, out, threads=0)
     with pytest.raises(ValueError, match="disjoint connect-four bitboards"):
         _core.connect_four_exact_scores(np.array([1, 0]), np.array([1, 0]), ok, 2, out)

@@ -22,7 +22,7 @@ C4 = AgentSpec((6, 7, 2), 7, True)
 def test_the_network_reads_the_planes_and_the_mirror_stays_exact() -> None:
     torch.manual_seed(0)
     model = build_model("conv", (6, 7, 2), 7, symmetry="flip_lr", threat_planes="connect_four")
-    assert isinstance(model, SymmetrizedModel) and isinstance(model.base, ThreatPlanesModel)
+    assert isinstance(model, ThreatPlanesModel) and isinstance(model.base, SymmetrizedModel)  # planes read once per row
     assert isinstance(model.base.base, ConvModel) and model.base.base.convs[0].in_channels == 2 + len(THREAT_PLANES)
     obs, _ = random_play_positions("connect_four", 3, seed=1)
     obs = torch.from_numpy(obs)

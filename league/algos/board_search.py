@@ -142,16 +142,22 @@ def threat_cells(own: torch.Tensor, empty: torch.Tensor, k: int) -> torch.Tensor
 
 
 #: Planes :func:`threat_planes` adds, in order.
-THREAT_PLANES = ("playable", "own_threats", "their_threats", "own_playable_threats", "their_playable_threats")
+THREAT_PLANES = (
+    "playable", "own_threats", "their_threats", "own_playable_threats", "their_playable_threats",
+    "own_double_threats", "their_double_threats",
+)
 
 
 def threat_planes(obs: torch.Tensor, rules: BoardRules) -> torch.Tensor:
-    """``float[B, H, W, 5]``: what two plies read from board observations ``[B, H, W, 2]``, as
+    """``float[B, H, W, 7]``: what a short reading sees on board observations ``[B, H, W, 2]``, as
     input planes for a model (:data:`THREAT_PLANES`): the cells a move fills now (every empty
     cell, or under gravity the lowest empty cell of each column), each player's threat cells
-    (:func:`threat_cells`), and the threat cells a move fills now (the mover's immediate
-    wins; the opponent's wins unless blocked). Exact functions of the board, so a model
-    reads each tactic from one cell instead of learning it from a window of them.
+    (:func:`threat_cells`), the threat cells a move fills now (the mover's immediate wins;
+    the opponent's wins unless blocked), and each player's *double threats*: the cells a
+    move fills now, not winning at once, after which that player has two immediate wins, or
+    (under gravity) one with another of its threat cells right above it, so one block cannot
+    stop both (a win in three plies, unless the other side wins at once). Exact functions of the board, so a
+    model reads each tactic from one cell instead of learning it from windows of them.
 
     On CPU float32 the C++ core reads them (``csrc/threats.h``: a sampler's batch of 128
     connect-four boards in microseconds, where these torch ops take a millisecond); other
@@ -178,7 +184,31 @@ def threat_planes_torch(obs: torch.Tensor, rules: BoardRules) -> torch.Tensor:
     else:
         playable = empty
     own, other = threat_cells(mine, empty, rules.k), threat_cells(theirs, empty, rules.k)
-    return torch.stack([playable, own, other, own & playable, other & playable], -1).to(obs.dtype)
+    doubles = [_double_threats(side, empty, playable, rules) & ~wins for side, wins in ((mine, own), (theirs, other))]
+    return torch.stack([playable, own, other, own & playable, other & playable, *doubles], -1).to(obs.dtype)
+
+
+def _double_threats(own: torch.Tensor, empty: torch.Tensor, playable: torch.Tensor, rules: BoardRules) -> torch.Tensor:
+    """``bool[B, H, W]``: the playable cells after whose filling by ``own`` it has two immediate
+    wins, or one with another threat cell right above it (gravity); see :func:`threat_planes`."""
+    b, h, w = own.shape
+    cells = torch.eye(h * w, dtype=torch.bool, device=own.device).reshape(h * w, h, w)  # one move per cell
+    after_own = (own[:, None] | cells).reshape(-1, h, w)
+    after_empty = (empty[:, None] & ~cells).reshape(-1, h, w)
+    threats = threat_cells(after_own, after_empty, rules.k).reshape(b, h * w, h, w)
+    if rules.gravity:  # the cell above the move becomes playable
+        above = torch.zeros_like(cells)
+        above[:, :-1] = cells[:, 1:]
+        next_playable = (playable[:, None] & ~cells) | (above & empty[:, None])
+    else:
+        next_playable = after_empty.reshape(b, h * w, h, w)
+    wins = threats & next_playable
+    found = wins.flatten(2).sum(-1) >= 2
+    if rules.gravity:
+        stacked = torch.zeros_like(wins)
+        stacked[..., :-1, :] = wins[..., 1:, :]  # a win with a threat cell right above it
+        found |= (stacked & threats).flatten(2).any(-1)
+    return found.reshape(b, h, w) & playable
 
 
 def search_approved(obs: torch.Tensor, action_mask: torch.Tensor, rules: BoardRules, depth: int = 2) -> torch.Tensor:
@@ -240,6 +270,8 @@ def exact_search_approved(obs: torch.Tensor, action_mask: torch.Tensor, depth: i
     mine, theirs = connect_four_bitboards(obs.detach().cpu().numpy())
     legal = (mask * (1 << np.arange(mask.shape[1]))).sum(1).astype(np.int64)
     scores = np.empty(mask.shape, dtype=np.int64)
-    _core.connect_four_exact_scores(mine.astype(np.int64), theirs.astype(np.int64), legal, depth, scores)
+    # as many threads as the learner's torch ops use (learner.num_threads): they sit idle meanwhile
+    _core.connect_four_exact_scores(mine.astype(np.int64), theirs.astype(np.int64), legal, depth, scores,
+                                    threads=torch.get_num_threads())
     best = np.where(mask, scores, np.iinfo(np.int64).min).max(1, keepdims=True)
     return torch.from_numpy((scores == best) & mask).to(action_mask.device)

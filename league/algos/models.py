@@ -329,37 +329,36 @@ def build_model(kind: str, obs_shape: Sequence[int], num_actions: int, **kwargs)
         raise ValueError(f"model_kwargs.symmetry_method={method!r} needs model_kwargs.symmetry (one of d4, flip_lr)")
     game = kwargs.pop("threat_planes", None)
     if game is None:
-        model = _build_base_model(kind, obs_shape, num_actions, **kwargs)
-    else:
-        model = ThreatPlanesModel.build(game, kind, obs_shape, num_actions, **kwargs)
-    return symmetrize(model, symmetry, obs_shape, num_actions, method)
+        return symmetrize(_build_base_model(kind, obs_shape, num_actions, **kwargs), symmetry, obs_shape, num_actions, method)
+    rules = board_rules(game, obs_shape, num_actions, setting="algo.params.model_kwargs.threat_planes")
+    if kwargs.get("normalize_obs"):
+        raise ValueError("model_kwargs.threat_planes reads 0/1 board planes; normalize_obs would rescale them: "
+                         "set algo.params.normalize_obs=false")
+    # The planes go in first and the symmetry acts on them with the board: they are functions
+    # of the board that move with it (a mirrored board's planes are its planes mirrored), so
+    # each row's planes are read once however many copies the symmetry averages.
+    shape = (*obs_shape[:-1], obs_shape[-1] + len(THREAT_PLANES))
+    return ThreatPlanesModel(symmetrize(_build_base_model(kind, shape, num_actions, **kwargs), symmetry, shape,
+                                        num_actions, method), rules)
 
 
 class ThreatPlanesModel(nn.Module):
     """``base`` reading board observations with their threat planes appended as channels
-    (:func:`league.algos.board_search.threat_planes`: the cells a move fills now, each side's
-    threat cells, and the immediate wins and forced blocks among them).
+    (``model_kwargs.threat_planes``; :func:`league.algos.board_search.threat_planes`: the cells
+    a move fills now, each side's threat cells, the immediate wins and forced blocks among
+    them, and each side's double threats).
 
-    The planes are exact functions of the board, as AlphaGo's input features were of the Go
-    board: the network reads "this column wins now" from one cell instead of learning it from
-    a window of four plus the cell below. ``base`` maps ``[B, H, W, C + 5]``; so this maps
-    ``[B, H, W, C]``. Attributes the wrapper lacks (heads, normalisers) are read from ``base``.
+    The planes are exact functions of the board, as AlphaGo's input features (liberties,
+    ladders) were of the Go board: the network reads "this column wins now" from one cell
+    instead of learning it from a window of four plus the cell below. ``base`` maps
+    ``[B, H, W, C + 7]``; so this maps ``[B, H, W, C]``. Attributes the wrapper lacks (heads,
+    normalisers) are read from ``base``.
     """
 
     def __init__(self, base: nn.Module, rules: BoardRules) -> None:
         super().__init__()
         self.base = base
         self.rules = rules
-
-    @classmethod
-    def build(cls, game: str, kind: str, obs_shape: Sequence[int], num_actions: int, **kwargs) -> ThreatPlanesModel:
-        """The model ``kind`` on ``obs_shape`` plus ``game``'s planes (ValueError naming what does not fit)."""
-        rules = board_rules(game, obs_shape, num_actions, setting="algo.params.model_kwargs.threat_planes")
-        if kwargs.get("normalize_obs"):
-            raise ValueError("model_kwargs.threat_planes reads 0/1 board planes; normalize_obs would rescale them: "
-                             "set algo.params.normalize_obs=false")
-        shape = (*obs_shape[:-1], obs_shape[-1] + len(THREAT_PLANES))
-        return cls(_build_base_model(kind, shape, num_actions, **kwargs), rules)
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``(logits, value)`` of ``base`` on the observations with their planes."""
