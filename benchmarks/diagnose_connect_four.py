@@ -15,7 +15,12 @@ mover's pieces, plane 1 the opponent's; row 5 the bottom). Prints one JSON objec
   immediate win scores 1, any other move minus the value of the position it leaves the
   opponent), both scored against negamax depths 2 and 3 from varied openings and on the
   tactics yardstick. If the lookahead is no stronger, the value has not learned the
-  tactics either, and distilling such a search into the policy would not teach them.
+  tactics either, and distilling such a search into the policy would not teach them;
+* ``losing_moves``: the policy's own moves in those games against negamax, read by the C++
+  core's exact search (wins and losses only) at horizons of 2, 4, 6, 8 and 10 plies: how
+  many moves first show as losing by force at each horizon while another move did not
+  (``blunders``), and how many passed up a forced win first seen there
+  (``missed_wins``). Two plies are the tactics above; four are double threats allowed.
 
     python benchmarks/diagnose_connect_four.py RUN_DIR/checkpoints/final
 """
@@ -64,6 +69,51 @@ def children(obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     own, lines = drops(obs, mask, 0)
     kids = np.stack([np.repeat(obs[:, None, ..., 1], COLS, 1), own.astype(np.float32)], -1)  # planes swapped: the opponent moves next
     return kids, lines.any(-1)
+
+
+#: Horizons (plies) at which ``losing_moves`` reads each move.
+HORIZONS = (2, 4, 6, 8, 10)
+
+
+def losing_moves(obs: np.ndarray, masks: np.ndarray, actions: np.ndarray, horizons: tuple[int, ...] = HORIZONS) -> dict[str, Any]:
+    """Per horizon, the moves ``actions`` that first show as a forced loss while another legal
+    move did not (``blunders``), and that first pass up a forced win (``missed_wins``)."""
+    from league import _core
+    from league.algos.board_search import connect_four_bitboards
+
+    mine, theirs = connect_four_bitboards(obs)
+    legal = ((masks > 0) * (1 << np.arange(COLS))).sum(1).astype(np.int64)
+    first_blunder = np.full(len(obs), -1)
+    first_miss = np.full(len(obs), -1)
+    for h in horizons:
+        scores = np.empty((len(obs), COLS), np.int64)
+        _core.connect_four_exact_scores(mine, theirs, legal, h, scores, threads=os.cpu_count() or 1)
+        scores = np.where(masks > 0, scores, np.iinfo(np.int64).min)
+        chosen, best = scores[np.arange(len(obs)), actions], scores.max(1)
+        first_blunder[(first_blunder < 0) & (chosen < 0) & (best >= 0)] = h
+        first_miss[(first_miss < 0) & (best > 0) & (chosen <= 0)] = h
+    return {"moves": int(len(obs)), "blunders": {str(h): int((first_blunder == h).sum()) for h in horizons},
+            "missed_wins": {str(h): int((first_miss == h).sum()) for h in horizons}}
+
+
+class MoveRecorder:
+    """A policy that keeps every position it was asked about and the move it chose."""
+
+    learns = False
+
+    def __init__(self, policy: Any) -> None:
+        self.policy = policy
+        self.moves: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def compute_actions(self, obs: np.ndarray, action_mask: np.ndarray, explore: bool = False) -> dict[str, np.ndarray]:
+        """The wrapped policy's actions, recorded with their positions."""
+        out = self.policy.compute_actions(obs, action_mask, explore=explore)
+        self.moves.append((np.asarray(obs, np.float32), np.asarray(action_mask), np.asarray(out["actions"])))
+        return out
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(obs, masks, actions)`` of every recorded move."""
+        return tuple(np.concatenate(parts) for parts in zip(*self.moves))  # type: ignore[return-value]
 
 
 class OnePlyLookahead:
@@ -134,14 +184,18 @@ def diagnose(policy: Any, spec: Any, games: int, openings: int, seed: int) -> li
                     "opponent_threat_only": quantiles(values[threatened & ~can_win]),
                     "neither": quantiles(values[~can_win & ~threatened])})
 
+    recorders = {depth: MoveRecorder(policy) for depth in (2, 3)}
     for name, player in (("policy", policy), ("one_ply_lookahead", OnePlyLookahead(policy))):
         row: dict[str, Any] = {"figure": "lookahead", "player": name}
         for depth in (2, 3):
             opponent = scripted_factory("negamax", spec, depth=depth, random_ties=True).make_policy(seed=seed)
-            row[f"negamax{depth}"] = play_matches("connect_four", player, opponent, openings=openings, opening_plies=2, seed=seed).as_dict()["score"]
+            played = recorders[depth] if name == "policy" else player
+            row[f"negamax{depth}"] = play_matches("connect_four", played, opponent, openings=openings, opening_plies=2, seed=seed).as_dict()["score"]
         tactics = connect_four_tactics(player, positions=500, seed=seed).as_dict()
         row.update(wins_taken=tactics["immediate_win_rate"], blocks=tactics["block_rate"])
         figures.append(row)
+    for depth, recorder in recorders.items():
+        figures.append({"figure": "losing_moves", "opponent": f"negamax{depth}", **losing_moves(*recorder.arrays())})
     return figures
 
 

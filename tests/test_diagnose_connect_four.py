@@ -67,3 +67,38 @@ def test_the_lookahead_takes_every_immediate_win(positions):
     actions = diagnose.OnePlyLookahead(ConstantValue()).compute_actions(obs[rows], masks[rows])["actions"]
     assert all(int(a) in wins[i] for a, i in zip(actions, rows))
     assert masks[np.arange(len(obs)), diagnose.OnePlyLookahead(ConstantValue()).compute_actions(obs, masks)["actions"]].all()
+
+
+def _board(mine: list[tuple[int, int]], theirs: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+    obs = np.zeros((6, 7, 2), np.float32)
+    for plane, cells in enumerate((mine, theirs)):
+        for r, c in cells:
+            obs[r, c, plane] = 1.0
+    return obs, (obs.sum(-1)[0] == 0).astype(np.int8)
+
+
+def test_losing_moves_reads_each_move_at_the_horizon_it_first_loses():
+    # The opponent holds the bottom row's columns 2 and 3: unless the mover takes column 1 or
+    # 4, the opponent makes three in a row open at both ends (lost at four plies).
+    threatened = _board([(4, 2), (4, 3)], [(5, 2), (5, 3)])
+    # The mover can win at once in column 3 (three of its own below), and two plies show it.
+    winning = _board([(5, 3), (4, 3), (3, 3)], [(5, 0), (5, 1), (5, 6)])
+    obs = np.stack([threatened[0], threatened[0], winning[0], winning[0]])
+    masks = np.stack([threatened[1], threatened[1], winning[1], winning[1]])
+    read = diagnose.losing_moves(obs, masks, np.array([6, 4, 0, 3]))
+    assert read["moves"] == 4
+    assert read["blunders"] == {"2": 0, "4": 1, "6": 0, "8": 0, "10": 0}  # column 6 allows the double threat
+    assert read["missed_wins"]["2"] == 1 and sum(read["missed_wins"].values()) == 1  # column 0 passes up the win
+
+
+def test_the_recorder_keeps_every_move_it_passes_on():
+    class First:
+        def compute_actions(self, obs, action_mask, explore=False):
+            return {"actions": np.argmax(action_mask, 1)}
+
+    recorder = diagnose.MoveRecorder(First())
+    obs, mask = _board([], [])
+    for n in (2, 3):
+        recorder.compute_actions(np.stack([obs] * n), np.stack([mask] * n))
+    seen, masks, actions = recorder.arrays()
+    assert seen.shape == (5, 6, 7, 2) and masks.shape == (5, 7) and (actions == 0).all()

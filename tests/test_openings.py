@@ -100,7 +100,7 @@ def test_env_tictactoe_brings_its_training_settings_and_any_algo_replaces_them()
 
 def test_the_default_job_brings_connect_fours_training_settings() -> None:
     from league.algos import make_algorithm
-    from league.algos.models import ConvModel
+    from league.algos.models import ConvModel, ThreatPlanesModel
     from league.algos.symmetry import SymmetrizedModel
     from league.envs.base import AgentSpec
 
@@ -110,8 +110,12 @@ def test_the_default_job_brings_connect_fours_training_settings() -> None:
     assert (cfg.algo.name, cfg.algo.params["lr"], cfg.algo.params["entropy_coef"]) == ("ppo", 0.001, 0.05)
     # model auto: the line-seeing conv on connect four's boards, averaged with its left-right
     # mirror (model_kwargs.symmetry flip_lr; docs/STRENGTH.md)
+    # and the board's threat planes as inputs, read once per row (model_kwargs.threat_planes),
+    # with a four-ply exact search distilled (algo.params.search_depth)
     model = make_algorithm("ppo", AgentSpec((6, 7, 2), 7, True), cfg.algo.params).make_model()
-    assert isinstance(model, SymmetrizedModel) and isinstance(model.base, ConvModel)
+    assert isinstance(model, ThreatPlanesModel) and isinstance(model.base, SymmetrizedModel)
+    assert isinstance(model.base.base, ConvModel)
+    assert (cfg.algo.params["search_game"], cfg.algo.params["search_depth"]) == ("connect_four", 4)
 
 
 def test_env_name_over_the_default_board_game_file_runs_other_envs() -> None:
@@ -124,6 +128,8 @@ def test_env_name_over_the_default_board_game_file_runs_other_envs() -> None:
     assert any("symmetry=flip_lr ignored for env 'gymnasium:CartPole-v1'" in m and "[H, W, C]" in m for m in said), said
     assert "symmetry" not in cfg.algo.params["model_kwargs"]
     assert any("search_game=connect_four ignored for env 'gymnasium:CartPole-v1'" in m and "search_game=null" in m for m in said), said
+    assert any("threat_planes=connect_four ignored for env 'gymnasium:CartPole-v1'" in m for m in said), said
+    assert "threat_planes" not in cfg.algo.params["model_kwargs"]
     assert cfg.algo.params["search_game"] is None
     from league.algos import make_algorithm
     from league.algos.models import MLPModel

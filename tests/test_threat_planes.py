@@ -78,3 +78,9 @@ def test_another_env_drops_the_planes_with_a_warning() -> None:
     assert "threat_planes" not in cfg.algo.params["model_kwargs"]
     model = make_algorithm(cfg.algo.name, AgentSpec((3, 3, 2), 9, True), cfg.algo.params).make_model()
     assert not any(isinstance(m, ThreatPlanesModel) for m in model.modules())
+
+
+def test_policies_with_planes_are_never_stacked() -> None:
+    # vmap over stacked weights cannot map the planes' C++ reading: such policies train one by one
+    assert make_algorithm("ppo", C4, {"model": "conv"}).stack_key() is not None
+    assert make_algorithm("ppo", C4, {"model": "conv", "model_kwargs": {"threat_planes": "connect_four"}}).stack_key() is None

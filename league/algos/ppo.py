@@ -195,10 +195,12 @@ class PPO(GAEActorCritic):
 
     def stack_key(self) -> Hashable | None:
         """PPO policies whose configs agree on everything but ``lr`` can share one stacked update
-        (never with running normalisers, Box or MultiDiscrete actions or a distilled search: the stacked
-        update keeps none of them)."""
+        (never with running normalisers, Box or MultiDiscrete actions, a distilled search or threat
+        planes: the stacked update keeps none of them, and vmap cannot map the planes' C++ reading)."""
         cfg = self.config
         if cfg.normalize_obs or cfg.normalize_values or cfg.search_game is not None or not isinstance(self.dist, Categorical):
+            return None
+        if (cfg.model_kwargs or {}).get("threat_planes") is not None:
             return None
         values = dataclasses.asdict(self.config)
         values.pop("lr")
