@@ -72,7 +72,7 @@ def test_another_env_drops_the_planes_with_a_warning() -> None:
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        cfg = parse_run_config(composed_values(["env.name=tictactoe", "+algo.params.model_kwargs.threat_planes=connect_four"]))
+        cfg = parse_run_config(composed_values(["env.name=tictactoe"]))  # the default env file names them
     said = [str(w.message) for w in caught]
     assert any("threat_planes=connect_four ignored for env 'tictactoe'" in m for m in said), said
     assert "threat_planes" not in cfg.algo.params["model_kwargs"]
