@@ -38,14 +38,20 @@ SPEC = AgentSpec(obs_shape=(6, 7, 2), num_actions=7, has_action_mask=True)
 
 
 def connect_four_batch(rows: int, seed: int) -> SampleBatch:
-    """A postprocessed PPO batch shaped like connect four's (random boards, legal actions)."""
+    """A postprocessed PPO batch shaped like connect four's: positions of uniformly random games
+    (real boards, so a distilled search can read them), their legal actions, random targets."""
+    from league.population.yardstick import random_play_positions
+
     rng = np.random.default_rng(seed)
-    mask = (rng.random((rows, 7)) < 0.85).astype(np.float32)
-    mask[np.arange(rows), rng.integers(0, 7, rows)] = 1.0
+    obs, mask = random_play_positions("connect_four", games=rows // 10 + 1, seed=seed)
+    while len(obs) < rows:  # random games are about 20 plies; rarely short of the rows asked
+        more = random_play_positions("connect_four", games=rows // 10 + 1, seed=seed + len(obs))
+        obs, mask = np.concatenate([obs, more[0]]), np.concatenate([mask, more[1]])
+    obs, mask = obs[:rows], mask[:rows].astype(np.float32)
     actions = np.array([rng.choice(np.flatnonzero(m)) for m in mask], dtype=np.int64)
     return SampleBatch(
         {
-            C.OBS: (rng.random((rows, 6, 7, 2)) < 0.25).astype(np.float32),
+            C.OBS: obs,
             C.ACTIONS: actions,
             C.ACTION_MASK: mask,
             C.ACTION_LOGP: np.log(1.0 / mask.sum(1)).astype(np.float32),
