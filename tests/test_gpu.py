@@ -93,3 +93,53 @@ def test_stacked_group_moves_its_batch_to_the_gpu_once(monkeypatch):
     # One upload for the whole group, however many epochs and minibatches follow.
     assert calls == [(4, {"cuda"})]
     assert all(p.is_cuda for pid in learner.policy_ids() for p in learner._policies[pid].model.parameters())
+
+
+def _board_batch(rows: int, seed: int) -> SampleBatch:
+    """A PPO batch of real connect-four positions (random games), random targets."""
+    from league.population.yardstick import random_play_positions
+
+    rng = np.random.default_rng(seed)
+    obs, mask = random_play_positions("connect_four", rows // 10 + 1, seed=seed)
+    obs, mask = obs[:rows], mask[:rows].astype(np.float32)
+    return SampleBatch(
+        {
+            C.OBS: obs,
+            C.ACTIONS: np.array([rng.choice(np.flatnonzero(m)) for m in mask], dtype=np.int64),
+            C.ACTION_MASK: mask,
+            C.ACTION_LOGP: np.log(1.0 / mask.sum(1)).astype(np.float32),
+            C.VF_PREDS: rng.normal(size=len(obs)).astype(np.float32),
+            C.ADVANTAGES: rng.normal(size=len(obs)).astype(np.float32),
+            C.VALUE_TARGETS: rng.normal(size=len(obs)).astype(np.float32),
+        }
+    )
+
+
+def test_the_default_jobs_planes_and_search_on_cuda_match_cpu(monkeypatch):
+    """Threat planes (the torch reading on CUDA, C++ on CPU) and the four-ply search (C++, the
+    rows moved to the host and back) give the default job's update the same result on both."""
+    import torch.backends.cuda
+
+    from league.algos import make_algorithm
+    from league.algos.board_search import BOARD_GAMES, threat_planes
+    from league.cli.train import composed_values
+
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
+    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)
+    batch = _board_batch(600, seed=3)
+    obs = torch.from_numpy(batch[C.OBS])
+    rules = BOARD_GAMES["connect_four"]
+    assert torch.equal(threat_planes(obs.cuda(), rules).cpu(), threat_planes(obs, rules))
+    params = composed_values()["algo"]["params"]
+    assert params["model_kwargs"]["threat_planes"] == "connect_four" and params["search_depth"] == 4
+    results = {}
+    for device in ("cpu", "cuda"):
+        learner = Learner(device, seed=5)
+        learner.add_policy("main", make_algorithm("ppo", BOARD, params))
+        stats = learner.learn_on_batch(MultiAgentBatch({"main": batch}, len(obs)))
+        results[device] = (learner.get_weights()["main"], stats["main"])
+        learner.close()
+    (cpu_weights, cpu_stats), (gpu_weights, gpu_stats) = results["cpu"], results["cuda"]
+    for key, value in cpu_weights.items():
+        np.testing.assert_allclose(gpu_weights[key], value, rtol=1e-3, atol=1e-3, err_msg=key)
+    assert gpu_stats["search_loss"] == pytest.approx(cpu_stats["search_loss"], rel=1e-3, abs=1e-4)
