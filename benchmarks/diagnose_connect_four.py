@@ -79,10 +79,10 @@ def losing_moves(obs: np.ndarray, masks: np.ndarray, actions: np.ndarray, horizo
     """Per horizon, the moves ``actions`` that first show as a forced loss while another legal
     move did not (``blunders``), and that first pass up a forced win (``missed_wins``)."""
     from league import _core
-    from league.algos.board_search import connect_four_bitboards
+    from league.algos.board_search import column_bits, connect_four_bitboards
 
     mine, theirs = connect_four_bitboards(obs)
-    legal = ((masks > 0) * (1 << np.arange(COLS))).sum(1).astype(np.int64)
+    legal = column_bits(masks)
     first_blunder = np.full(len(obs), -1)
     first_miss = np.full(len(obs), -1)
     for h in horizons:

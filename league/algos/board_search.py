@@ -41,6 +41,7 @@ __all__ = [
     "CONNECT_FOUR_CELL_BITS",
     "board_rules",
     "check_search_game",
+    "column_bits",
     "connect_four_bitboards",
     "exact_search_approved",
     "search_approved",
@@ -258,6 +259,12 @@ def connect_four_bitboards(obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return (cells[..., 0] * bits).sum(1), (cells[..., 1] * bits).sum(1)
 
 
+def column_bits(action_mask: np.ndarray) -> np.ndarray:
+    """``int64[B]``: bit ``c`` set where column ``c`` is legal (``action_mask[:, c] > 0``), the
+    C++ searches' ``legal`` argument."""
+    return ((action_mask > 0) * (1 << np.arange(action_mask.shape[1], dtype=np.int64))).sum(1)
+
+
 def exact_search_approved(obs: torch.Tensor, action_mask: torch.Tensor, depth: int) -> torch.Tensor:
     """``bool[B, 7]``: the legal connect-four moves whose value under an exact alpha-beta search
     of ``depth`` plies (wins and losses only, no heuristic: ``csrc/negamax.h``) is the best.
@@ -271,10 +278,8 @@ def exact_search_approved(obs: torch.Tensor, action_mask: torch.Tensor, depth: i
 
     mask = action_mask.detach().cpu().numpy() > 0
     mine, theirs = connect_four_bitboards(obs.detach().cpu().numpy())
-    legal = (mask * (1 << np.arange(mask.shape[1]))).sum(1).astype(np.int64)
     scores = np.empty(mask.shape, dtype=np.int64)
     # as many threads as the learner's torch ops use (learner.num_threads): they sit idle meanwhile
-    _core.connect_four_exact_scores(mine.astype(np.int64), theirs.astype(np.int64), legal, depth, scores,
-                                    threads=torch.get_num_threads())
+    _core.connect_four_exact_scores(mine, theirs, column_bits(mask), depth, scores, threads=torch.get_num_threads())
     best = np.where(mask, scores, np.iinfo(np.int64).min).max(1, keepdims=True)
     return torch.from_numpy((scores == best) & mask).to(action_mask.device)

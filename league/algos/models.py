@@ -362,7 +362,7 @@ class ThreatPlanesModel(nn.Module):
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``(logits, value)`` of ``base`` on the observations with their planes."""
-        return self.base(torch.cat([obs, threat_planes(obs, self.rules).to(obs.device)], -1))
+        return self.base(torch.cat([obs, threat_planes(obs, self.rules)], -1))  # planes on obs's device
 
     def __getattr__(self, name: str):  # noqa: ANN204 - whatever ``base`` holds
         try:

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from league.algos.board_search import CONNECT_FOUR_CELL_BITS
+from league.algos.board_search import CONNECT_FOUR_CELL_BITS, column_bits, connect_four_bitboards
 from league.envs.base import AgentSpec
 from league.policy import Policy, PolicyFactory, RandomPolicyFactory
 
@@ -264,11 +264,9 @@ class ConnectFourNegamaxPolicy(_BoardSearchPolicy):
         in the C++ core (``csrc/negamax.h``), the whole batch with the GIL released."""
         from league import _core
 
-        mine = _bits(obs[..., 0], _C4_BIT_VALUES)
-        theirs = _bits(obs[..., 1], _C4_BIT_VALUES)
-        legal = (mask.astype(bool) * (1 << np.arange(self.num_actions))).sum(axis=1).astype(np.int64)
+        mine, theirs = connect_four_bitboards(obs)
         scores = np.empty((len(obs), self.num_actions), dtype=np.int64)
-        _core.connect_four_negamax_scores(mine, theirs, legal, self.depth, scores)
+        _core.connect_four_negamax_scores(mine, theirs, column_bits(mask), self.depth, scores)
         return scores
 
     def _score_moves(self, obs: np.ndarray, legal: list[int]) -> dict[int, int]:
