@@ -209,19 +209,19 @@ def test_dqn_takes_several_gradient_steps_per_learner_call(learner, tmp_path, re
 )
 def test_the_default_jobs_mirrored_conv_under_every_algorithm(algo, recipe, tmp_path):
     # `league-train algo=<any>` / `league=<any>` on connect four keeps the env file's model
-    # (the 4x4 conv averaged with its left-right mirror): every algorithm's network, snapshots,
+    # (the 4x4 conv averaged with its left-right mirror, reading the threat planes): every algorithm's network, snapshots,
     # evaluation and checkpoint must carry the symmetry wrapper.
     from league.checkpoint import read_checkpoint
     from tests.run_helpers import composed_values
 
     board = composed_values("env=connect_four")["algo"]["params"]
     model = {key: board[key] for key in ("model", "model_kwargs")}
-    assert model["model_kwargs"]["symmetry"] == "flip_lr"
+    assert model["model_kwargs"]["symmetry"] == "flip_lr" and model["model_kwargs"]["threat_planes"] == "connect_four"
     values = _values(algo, recipe, env="connect_four")
     values["algo"]["params"].update(model)
-    if algo == "ppo":  # the default job's PPO distils the two-ply search as well (algo/ppo_connect_four.yaml)
+    if algo == "ppo":  # the default job's PPO distils the four-ply search as well (algo/ppo_connect_four.yaml)
         assert board["search_game"] == "connect_four"
-        values["algo"]["params"].update(search_game=board["search_game"], search_coef=board["search_coef"])
+        values["algo"]["params"].update({k: board[k] for k in ("search_game", "search_coef", "search_depth")})
     trainer, summary = _run(values, tmp_path / "run")
     _check_run(trainer, summary, tmp_path / "run", recipe)
     ckpt = read_checkpoint(tmp_path / "run" / "checkpoints" / periodic_name(3))
