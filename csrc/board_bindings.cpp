@@ -182,13 +182,16 @@ void negamax_scores(py::handle mine, py::handle theirs, py::handle legal, int de
   const int64_t* l_ = checked<int64_t>(legal, "legal", {n}, false);
   int64_t* o = checked<int64_t>(out, "out", {n, negamax::kCols}, true);
   for (py::ssize_t i = 0; i < n; ++i)
-    if ((m_[i] & t_[i]) || ((m_[i] | t_[i]) >> 48) || m_[i] < 0 || t_[i] < 0)
-      throw py::value_error("row " + std::to_string(i) + ": mine and theirs must be disjoint connect-four bitboards");
+    if (m_[i] < 0 || t_[i] < 0 || !negamax::is_position(static_cast<uint64_t>(m_[i]), static_cast<uint64_t>(t_[i])))
+      throw py::value_error("row " + std::to_string(i) +
+                            ": mine and theirs must be disjoint connect-four bitboards whose pieces rest on the "
+                            "bottom row or on other pieces");
   py::gil_scoped_release release;
   const auto rows = [&](py::ssize_t lo, py::ssize_t hi) {
     for (py::ssize_t i = lo; i < hi; ++i)
-      negamax::score_moves<kExact>(static_cast<uint64_t>(m_[i]), static_cast<uint64_t>(t_[i]),
-                                   static_cast<uint64_t>(l_[i]), depth, o + i * negamax::kCols);
+      (kExact ? negamax::exact_score_moves : negamax::score_moves)(
+          static_cast<uint64_t>(m_[i]), static_cast<uint64_t>(t_[i]), static_cast<uint64_t>(l_[i]), depth,
+          o + i * negamax::kCols);
   };
   // A thread costs tens of microseconds to start: worth it only for a few dozen rows each.
   const py::ssize_t workers = std::max<py::ssize_t>(1, std::min<py::ssize_t>(threads, n / 32));
@@ -227,8 +230,8 @@ void bind_threats(py::module_& m) {
         threats::threat_planes(o, n, static_cast<int>(rows), static_cast<int>(cols), k, gravity, w);
       },
       py::arg("obs"), py::arg("k"), py::arg("gravity"), py::arg("out"),
-      "Threat planes (float32[n, rows, cols, 5]: playable, own threats, their threats, own and their playable "
-      "threats) of n k-in-a-row boards float32[n, rows, cols, 2] (plane 0 the mover's pieces).");
+      "Threat planes (float32[n, rows, cols, 7]: playable, own threats, their threats, own and their playable "
+      "threats, own and their double threats) of n k-in-a-row boards float32[n, rows, cols, 2] (plane 0 the mover's pieces).");
 }
 
 void bind_boards(py::module_& m) {

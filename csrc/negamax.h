@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "threats.h"
+
 namespace league {
 namespace negamax {
 
@@ -84,10 +86,8 @@ inline int64_t heuristic(uint64_t mine, uint64_t theirs) {
   return score;
 }
 
-// Fail-soft alpha-beta value for the side to move (`mine`), searching `depth` more plies.
-// Leaves at depth 0 score the heuristic, or 0 (`kExact`: only wins and losses within the
-// horizon count, so a score is +-(kWin + plies to spare) or 0, "not decided in depth plies").
-template <bool kExact = false>
+// Fail-soft alpha-beta value for the side to move (`mine`), searching `depth` more plies;
+// leaves at depth 0 score the heuristic.
 inline int64_t search(uint64_t mine, uint64_t theirs, int depth, int64_t alpha, int64_t beta) {
   if (has_four(theirs)) return -(kWin + depth);  // lost; losing later (less depth left) is less bad
   const uint64_t occupied = mine | theirs;
@@ -96,10 +96,10 @@ inline int64_t search(uint64_t mine, uint64_t theirs, int depth, int64_t alpha, 
   for (int col : kColumnOrder)
     if (const uint64_t bit = drop_bit(occupied, col)) moves[n++] = bit;
   if (n == 0) return 0;
-  if (depth == 0) return kExact ? 0 : heuristic(mine, theirs);
+  if (depth == 0) return heuristic(mine, theirs);
   int64_t best = -kInf;
   for (int i = 0; i < n; ++i) {
-    const int64_t score = -search<kExact>(theirs, mine | moves[i], depth - 1, -beta, -alpha);
+    const int64_t score = -search(theirs, mine | moves[i], depth - 1, -beta, -alpha);
     if (score > best) {
       best = score;
       if (best > alpha) {
@@ -115,7 +115,6 @@ inline int64_t search(uint64_t mine, uint64_t theirs, int depth, int64_t alpha, 
 // into out[kCols]; kUnscored for the others. Each move is searched with a window just
 // below the best so far: moves that tie it get exact scores, worse ones an upper bound
 // below it, which is all choosing the best needs.
-template <bool kExact = false>
 inline void score_moves(uint64_t mine, uint64_t theirs, uint64_t legal, int depth, int64_t* out) {
   for (int c = 0; c < kCols; ++c) out[c] = kUnscored;
   const uint64_t occupied = mine | theirs;
@@ -124,7 +123,81 @@ inline void score_moves(uint64_t mine, uint64_t theirs, uint64_t legal, int dept
     if (!((legal >> col) & 1)) continue;
     const uint64_t bit = drop_bit(occupied, col);
     if (!bit) continue;
-    const int64_t score = -search<kExact>(theirs, mine | bit, depth - 1, -kInf, -(best - 1));
+    const int64_t score = -search(theirs, mine | bit, depth - 1, -kInf, -(best - 1));
+    out[col] = score;
+    if (score > best) best = score;
+  }
+}
+
+// ---- The exact search: wins and losses within the horizon only ----------------------------
+//
+// A score is +-(kWin + plies to spare) for a win or loss by force within `depth` plies, else
+// 0 ("not decided"): the value of the plain search above with every leaf scored 0. It reads
+// connect four's forcing rules instead of trying every move, which makes six plies as cheap
+// as four were (benchmarks/bench_learner.py): a side that can win at once does (no quicker
+// win exists); one facing two immediate wins has lost; one facing one must block it; and a
+// move under a cell where the opponent completes a line loses at once, so it is scored
+// without a search. Tested against the plain search (tests/test_negamax_core.py).
+
+constexpr uint64_t kBoard = 0xFDFBF7EFDFBFULL;  // the 42 cells: bits 0-5 of each column's 7
+constexpr uint64_t kBottom = 0x40810204081ULL;         // the bottom cell of each column
+
+// Empty cells where a piece of `own` completes a line of four (threats.h's reading).
+inline uint64_t winning_cells(uint64_t own, uint64_t occupied) {
+  return threats::threat_cells(own, kBoard & ~occupied, kStride, 4);
+}
+
+// Whether two bitboards can come from a game: disjoint, on the board, and every column's
+// pieces stacked from the bottom (adding the bottom bit then clears them all).
+inline bool is_position(uint64_t mine, uint64_t theirs) {
+  const uint64_t occupied = mine | theirs;
+  return !(mine & theirs) && !(occupied & ~kBoard) && !((occupied + kBottom) & occupied);
+}
+
+// Exact value for the side to move (`mine`), neither side having four yet; fail-soft.
+inline int64_t exact_search(uint64_t mine, uint64_t theirs, int depth, int64_t alpha, int64_t beta) {
+  const uint64_t occupied = mine | theirs;
+  const uint64_t playable = (occupied + kBottom) & kBoard;  // the cell a piece lands on, per column
+  if (!playable || depth == 0) return 0;                    // a full board is a draw
+  if (winning_cells(mine, occupied) & playable) return kWin + depth - 1;
+  if (depth == 1) return 0;
+  const int64_t lost = -(kWin + depth - 2);  // the opponent wins with its next move: the worst value here
+  const uint64_t threats = winning_cells(theirs, occupied);
+  const uint64_t forced = threats & playable;
+  if (forced & (forced - 1)) return lost;  // two cells to block
+  const uint64_t candidates = (forced ? forced : playable) & ~(threats >> 1);
+  if (!candidates) return lost;
+  // At two plies the opponent's only new playable cell is the one above the move, and no
+  // candidate gives it that: nothing is decided.
+  if (depth == 2) return 0;
+  int64_t best = lost;  // the value of every move left out, and a lower bound on the others
+  for (int col : kColumnOrder) {
+    const uint64_t bit = candidates & (uint64_t{0x3F} << (kStride * col));
+    if (!bit) continue;
+    const int64_t score = -exact_search(theirs, mine | bit, depth - 1, -beta, -alpha);
+    if (score > best) {
+      best = score;
+      if (best > alpha) {
+        alpha = best;
+        if (alpha >= beta) break;
+      }
+    }
+  }
+  return best;
+}
+
+// score_moves for the exact search: the best moves get their exact scores, the others an
+// upper bound below the best.
+inline void exact_score_moves(uint64_t mine, uint64_t theirs, uint64_t legal, int depth, int64_t* out) {
+  for (int c = 0; c < kCols; ++c) out[c] = kUnscored;
+  const uint64_t occupied = mine | theirs;
+  int64_t best = -kInf;
+  for (int col : kColumnOrder) {
+    if (!((legal >> col) & 1)) continue;
+    const uint64_t bit = drop_bit(occupied, col);
+    if (!bit) continue;
+    const int64_t score = has_four(mine | bit) ? kWin + depth - 1
+                                               : -exact_search(theirs, mine | bit, depth - 1, -kInf, -(best - 1));
     out[col] = score;
     if (score > best) best = score;
   }

@@ -117,26 +117,49 @@ def test_core_scores_equal_the_reference_search(depth):
             assert got == expected, (row, depth)
 
 
-@pytest.mark.parametrize("depth", [1, 2, 4, 5])
-def test_exact_scores_equal_the_reference_search_without_its_heuristic(depth):
+def true_exact_values(mine: int, theirs: int, legal: list[int], depth: int) -> dict[int, int]:
+    """Each playable legal move's exact value (leaves 0), by the reference search with a full window."""
+    occupied, values = mine | theirs, {}
+    for col in legal:
+        bit = _drop(occupied, col)
+        if bit:
+            values[col] = int(-_negamax(theirs, mine | bit, depth - 1, -float("inf"), float("inf"), exact=True))
+    return values
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3, 4, 5, 6])
+def test_exact_scores_are_the_reference_searchs_values_without_its_heuristic(depth):
+    """The exact search prunes by connect four's forcing rules (negamax.h): the best moves must get
+    the plain search's exact values, and every other move an upper bound on its value below the best."""
     obs, mask = _positions(16, 36, seed=10 + depth)
-    step = {1: 1, 2: 1, 4: 4, 5: 8}[depth]
+    step = {1: 1, 2: 1, 3: 2, 4: 4, 5: 8, 6: 24}[depth]
     obs, mask = obs[::step], mask[::step]
+    rng = np.random.default_rng(depth)
+    partial = mask * (rng.random(mask.shape) < 0.7)  # masks that leave legal moves out
+    partial[partial.sum(axis=1) == 0] = mask[partial.sum(axis=1) == 0]
     mine, theirs = _bits(obs[..., 0], _C4_BIT_VALUES), _bits(obs[..., 1], _C4_BIT_VALUES)
-    legal_bits = (mask.astype(bool) * (1 << np.arange(COLS))).sum(axis=1).astype(np.int64)
-    scores = np.empty((len(obs), COLS), np.int64)
-    _core.connect_four_exact_scores(mine, theirs, legal_bits, depth, scores)
-    decided = 0
-    for row in range(len(scores)):
-        expected = reference_scores(int(mine[row]), int(theirs[row]), [int(a) for a in np.flatnonzero(mask[row])], depth, exact=True)
-        got = {a: int(s) for a, s in enumerate(scores[row]) if s != np.iinfo(np.int64).min}
-        assert got == expected, (row, depth)
-        assert all(s == 0 or abs(s) >= WIN for s in got.values())  # only wins and losses score
-        decided += any(s != 0 for s in got.values())
-    assert decided > len(scores) // 10  # the positions hold wins and losses within reach
-    threaded = np.empty_like(scores)
-    _core.connect_four_exact_scores(mine, theirs, legal_bits, depth, threaded, threads=3)  # rows split over threads
-    assert np.array_equal(threaded, scores)
+    for m in (mask, partial):
+        legal_bits = (m.astype(bool) * (1 << np.arange(COLS))).sum(axis=1).astype(np.int64)
+        scores = np.empty((len(obs), COLS), np.int64)
+        _core.connect_four_exact_scores(mine, theirs, legal_bits, depth, scores)
+        decided = 0
+        for row in range(len(scores)):
+            values = true_exact_values(int(mine[row]), int(theirs[row]), [int(a) for a in np.flatnonzero(m[row])], depth)
+            got = {a: int(s) for a, s in enumerate(scores[row]) if s != np.iinfo(np.int64).min}
+            assert got.keys() == values.keys(), row
+            best = max(values.values())
+            assert max(got.values()) == best, (row, depth)
+            for col, value in values.items():
+                if value == best:
+                    assert got[col] == best, (row, col, depth)
+                else:
+                    assert value <= got[col] < best, (row, col, depth)  # a true upper bound, not a tie
+            assert all(s == 0 or abs(s) >= WIN for s in got.values())  # only wins and losses score
+            decided += any(v != 0 for v in values.values())
+        assert decided > len(scores) // 10  # the positions hold wins and losses within reach
+        threaded = np.empty_like(scores)
+        _core.connect_four_exact_scores(mine, theirs, legal_bits, depth, threaded, threads=3)  # rows split over threads
+        assert np.array_equal(threaded, scores)
 
 
 def test_core_refuses_bad_input():
@@ -156,3 +179,7 @@ def test_core_refuses_bad_input():
         _core.connect_four_exact_scores(ok, ok, ok, 2, out, threads=0)
     with pytest.raises(ValueError, match="disjoint connect-four bitboards"):
         _core.connect_four_exact_scores(np.array([1, 0]), np.array([1, 0]), ok, 2, out)
+    # a piece floating over an empty cell, and one on a column's always-empty seventh bit
+    for floating in (np.array([1 << 1, 0]), np.array([1 << 6, 0])):
+        with pytest.raises(ValueError, match="row 0: .*rest on the bottom row or on other pieces"):
+            _core.connect_four_exact_scores(floating, ok, ok, 4, out)
