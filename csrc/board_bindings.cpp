@@ -171,8 +171,10 @@ void bind_board(py::module_& m, const char* name, const char* doc) {
 // Scores every legal move of n connect-four positions into out[n, 7], after checking the
 // arrays once; kExact: leaves score 0, so only wins and losses within `depth` plies count.
 // Rows are split over `threads` threads (positions are independent; each writes its own rows).
+// kExact with `forcing`: exact_score_moves, else score_moves<kExact>.
 template <bool kExact>
-void negamax_scores(py::handle mine, py::handle theirs, py::handle legal, int depth, py::handle out, int threads) {
+void negamax_scores(py::handle mine, py::handle theirs, py::handle legal, int depth, py::handle out, int threads,
+                    bool forcing) {
   if (depth < 1) throw py::value_error("depth must be >= 1, got " + std::to_string(depth));
   if (threads < 1) throw py::value_error("threads must be >= 1, got " + std::to_string(threads));
   if (!py::isinstance<py::array>(mine)) throw py::value_error("mine must be a numpy array");
@@ -189,7 +191,7 @@ void negamax_scores(py::handle mine, py::handle theirs, py::handle legal, int de
   py::gil_scoped_release release;
   const auto rows = [&](py::ssize_t lo, py::ssize_t hi) {
     for (py::ssize_t i = lo; i < hi; ++i)
-      (kExact ? negamax::exact_score_moves : negamax::score_moves)(
+      (kExact && forcing ? negamax::exact_score_moves : negamax::score_moves<kExact>)(
           static_cast<uint64_t>(m_[i]), static_cast<uint64_t>(t_[i]), static_cast<uint64_t>(l_[i]), depth,
           o + i * negamax::kCols);
   };
@@ -202,15 +204,20 @@ void negamax_scores(py::handle mine, py::handle theirs, py::handle legal, int de
 }
 
 void bind_negamax(py::module_& m) {
-  m.def("connect_four_negamax_scores", &negamax_scores<false>, py::arg("mine"), py::arg("theirs"), py::arg("legal"),
+  m.def("connect_four_negamax_scores",
+        [](py::handle mine, py::handle theirs, py::handle legal, int depth, py::handle out, int threads) {
+          negamax_scores<false>(mine, theirs, legal, depth, out, threads, false);
+        }, py::arg("mine"), py::arg("theirs"), py::arg("legal"),
         py::arg("depth"), py::arg("out"), py::arg("threads") = 1,
         "Negamax scores (int64[n, 7], INT64_MIN where unplayable) of every legal move of n connect-four "
         "positions (bitboards of the player to move and the opponent, legal-column bits), searching depth plies "
         "on up to `threads` threads.");
   m.def("connect_four_exact_scores", &negamax_scores<true>, py::arg("mine"), py::arg("theirs"), py::arg("legal"),
-        py::arg("depth"), py::arg("out"), py::arg("threads") = 1,
+        py::arg("depth"), py::arg("out"), py::arg("threads") = 1, py::arg("forcing") = true,
         "Like connect_four_negamax_scores with no heuristic: a move scores 1000000 + plies to spare if it wins "
-        "by force within depth plies, minus that if it loses by force, else 0.");
+        "by force within depth plies, minus that if it loses by force, else 0. The best moves get exact scores, "
+        "the others an upper bound below the best. forcing=False tries every move instead of reading "
+        "connect four's forcing rules (the same best moves and values, slower: the benchmark baseline).");
 }
 
 void bind_threats(py::module_& m) {

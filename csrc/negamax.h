@@ -86,8 +86,10 @@ inline int64_t heuristic(uint64_t mine, uint64_t theirs) {
   return score;
 }
 
-// Fail-soft alpha-beta value for the side to move (`mine`), searching `depth` more plies;
-// leaves at depth 0 score the heuristic.
+// Fail-soft alpha-beta value for the side to move (`mine`), searching `depth` more plies.
+// Leaves at depth 0 score the heuristic, or 0 (`kExact`: only wins and losses within the
+// horizon count; exact_search below reaches the same values faster).
+template <bool kExact = false>
 inline int64_t search(uint64_t mine, uint64_t theirs, int depth, int64_t alpha, int64_t beta) {
   if (has_four(theirs)) return -(kWin + depth);  // lost; losing later (less depth left) is less bad
   const uint64_t occupied = mine | theirs;
@@ -96,10 +98,10 @@ inline int64_t search(uint64_t mine, uint64_t theirs, int depth, int64_t alpha, 
   for (int col : kColumnOrder)
     if (const uint64_t bit = drop_bit(occupied, col)) moves[n++] = bit;
   if (n == 0) return 0;
-  if (depth == 0) return heuristic(mine, theirs);
+  if (depth == 0) return kExact ? 0 : heuristic(mine, theirs);
   int64_t best = -kInf;
   for (int i = 0; i < n; ++i) {
-    const int64_t score = -search(theirs, mine | moves[i], depth - 1, -beta, -alpha);
+    const int64_t score = -search<kExact>(theirs, mine | moves[i], depth - 1, -beta, -alpha);
     if (score > best) {
       best = score;
       if (best > alpha) {
@@ -115,6 +117,7 @@ inline int64_t search(uint64_t mine, uint64_t theirs, int depth, int64_t alpha, 
 // into out[kCols]; kUnscored for the others. Each move is searched with a window just
 // below the best so far: moves that tie it get exact scores, worse ones an upper bound
 // below it, which is all choosing the best needs.
+template <bool kExact = false>
 inline void score_moves(uint64_t mine, uint64_t theirs, uint64_t legal, int depth, int64_t* out) {
   for (int c = 0; c < kCols; ++c) out[c] = kUnscored;
   const uint64_t occupied = mine | theirs;
@@ -123,7 +126,7 @@ inline void score_moves(uint64_t mine, uint64_t theirs, uint64_t legal, int dept
     if (!((legal >> col) & 1)) continue;
     const uint64_t bit = drop_bit(occupied, col);
     if (!bit) continue;
-    const int64_t score = -search(theirs, mine | bit, depth - 1, -kInf, -(best - 1));
+    const int64_t score = -search<kExact>(theirs, mine | bit, depth - 1, -kInf, -(best - 1));
     out[col] = score;
     if (score > best) best = score;
   }
@@ -137,7 +140,8 @@ inline void score_moves(uint64_t mine, uint64_t theirs, uint64_t legal, int dept
 // as four were (benchmarks/bench_learner.py): a side that can win at once does (no quicker
 // win exists); one facing two immediate wins has lost; one facing one must block it; and a
 // move under a cell where the opponent completes a line loses at once, so it is scored
-// without a search. Tested against the plain search (tests/test_negamax_core.py).
+// without a search. Tested against the plain search, score_moves<true> (tests/test_negamax_core.py),
+// which stays as benchmarks/bench_search.py's baseline.
 
 constexpr uint64_t kBoard = 0xFDFBF7EFDFBFULL;  // the 42 cells: bits 0-5 of each column's 7
 constexpr uint64_t kBottom = 0x40810204081ULL;         // the bottom cell of each column

@@ -162,6 +162,26 @@ def test_exact_scores_are_the_reference_searchs_values_without_its_heuristic(dep
         assert np.array_equal(threaded, scores)
 
 
+@pytest.mark.parametrize("depth", [3, 6, 8])
+def test_forcing_rules_keep_the_plain_searchs_best_moves_and_values(depth):
+    """Deeper than the Python reference reaches: the forcing rules against the C++ plain search
+    (``forcing=False``, every move tried) on every position of 48 random games."""
+    obs, mask = _positions(48, 36, seed=20 + depth)
+    mine, theirs = _bits(obs[..., 0], _C4_BIT_VALUES), _bits(obs[..., 1], _C4_BIT_VALUES)
+    legal_bits = (mask.astype(bool) * (1 << np.arange(COLS))).sum(axis=1).astype(np.int64)
+    fast, plain = (np.empty((len(obs), COLS), np.int64) for _ in range(2))
+    _core.connect_four_exact_scores(mine, theirs, legal_bits, depth, fast, threads=2)
+    _core.connect_four_exact_scores(mine, theirs, legal_bits, depth, plain, threads=2, forcing=False)
+    unscored = np.iinfo(np.int64).min
+    assert np.array_equal(fast == unscored, plain == unscored)
+    best = plain.max(axis=1, keepdims=True)
+    assert np.array_equal(fast.max(axis=1, keepdims=True), best)
+    assert np.array_equal(fast == best, plain == best)  # the same approved moves
+    others = (plain != best) & (plain != unscored)
+    assert (fast[others] < np.broadcast_to(best, fast.shape)[others]).all()
+    assert (best != 0).sum() > len(obs) // 10  # wins and losses within reach
+
+
 def test_core_refuses_bad_input():
     out = np.empty((2, 7), np.int64)
     ok = np.zeros(2, np.int64)
