@@ -182,6 +182,7 @@ def make_samplers(cfg: RunConfig, iteration: int, algorithms: Mapping[str, Algor
         env_backend=cfg.env.backend,
         opening_plies=cfg.env.opening_plies,
         matchup_draws=s.matchup_draws,
+        frozen_explore=s.frozen_explore,
     )
     seed = sampler_seed(cfg.seed, iteration)
     if s.remote:
