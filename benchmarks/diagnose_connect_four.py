@@ -20,7 +20,9 @@ mover's pieces, plane 1 the opponent's; row 5 the bottom). Prints one JSON objec
   core's exact search (wins and losses only) at horizons of 2, 4, 6, 8 and 10 plies: how
   many moves first show as losing by force at each horizon while another move did not
   (``blunders``), and how many passed up a forced win first seen there
-  (``missed_wins``). Two plies are the tactics above; four are double threats allowed.
+  (``missed_wins``). Two plies are the tactics above; four are double threats allowed;
+* ``games_by_seat``: those games' wins, draws and losses per seat, with their lengths in
+  plies: a seat's games lost early (tactics) or late, as the board fills (zugzwang).
 
     python benchmarks/diagnose_connect_four.py RUN_DIR/checkpoints/final
 """
@@ -185,18 +187,37 @@ def diagnose(policy: Any, spec: Any, games: int, openings: int, seed: int) -> li
                     "neither": quantiles(values[~can_win & ~threatened])})
 
     recorders = {depth: MoveRecorder(policy) for depth in (2, 3)}
+    matches: dict[int, Any] = {}
     for name, player in (("policy", policy), ("one_ply_lookahead", OnePlyLookahead(policy))):
         row: dict[str, Any] = {"figure": "lookahead", "player": name}
         for depth in (2, 3):
             opponent = scripted_factory("negamax", spec, depth=depth, random_ties=True).make_policy(seed=seed)
             played = recorders[depth] if name == "policy" else player
-            row[f"negamax{depth}"] = play_matches("connect_four", played, opponent, openings=openings, opening_plies=2, seed=seed).as_dict()["score"]
+            match = play_matches("connect_four", played, opponent, openings=openings, opening_plies=2, seed=seed)
+            row[f"negamax{depth}"] = match.as_dict()["score"]
+            if name == "policy":
+                matches[depth] = match
         tactics = connect_four_tactics(player, positions=500, seed=seed).as_dict()
         row.update(wins_taken=tactics["immediate_win_rate"], blocks=tactics["block_rate"])
         figures.append(row)
     for depth, recorder in recorders.items():
         figures.append({"figure": "losing_moves", "opponent": f"negamax{depth}", **losing_moves(*recorder.arrays())})
+    for depth, match in matches.items():
+        figures.append({"figure": "games_by_seat", "opponent": f"negamax{depth}", "seats": games_by_seat(match.games)})
     return figures
+
+
+def games_by_seat(games: list[Any]) -> list[dict[str, Any]]:
+    """Per seat (0: the policy moves first), its wins, draws and losses and their lengths in plies
+    (quantiles): whether a seat's games are lost early, in tactics, or late, as the board fills."""
+    seats = []
+    for seat in (0, 1):
+        row: dict[str, Any] = {}
+        for outcome in ("win", "draw", "loss"):
+            plies = np.array([g.plies for g in games if g.seat == seat and g.outcome == outcome], dtype=float)
+            row[outcome] = {"games": int(len(plies)), "plies": quantiles(plies) if len(plies) else None}
+        seats.append(row)
+    return seats
 
 
 def main() -> None:

@@ -102,3 +102,14 @@ def test_the_recorder_keeps_every_move_it_passes_on():
         recorder.compute_actions(np.stack([obs] * n), np.stack([mask] * n))
     seen, masks, actions = recorder.arrays()
     assert seen.shape == (5, 6, 7, 2) and masks.shape == (5, 7) and (actions == 0).all()
+
+
+def test_games_by_seat_splits_outcomes_and_their_lengths_per_seat():
+    from league.population.yardstick import GameRecord
+
+    games = [GameRecord(0, (), 0, "loss", 40), GameRecord(1, (), 0, "loss", 30), GameRecord(2, (), 0, "win", 12),
+             GameRecord(0, (), 1, "draw", 42)]
+    first, second = diagnose.games_by_seat(games)
+    assert first["loss"]["games"] == 2 and first["loss"]["plies"]["mean"] == 35.0
+    assert first["win"]["plies"]["q50"] == 12.0 and first["draw"] == {"games": 0, "plies": None}
+    assert second["draw"]["plies"]["mean"] == 42.0 and second["win"]["games"] == second["loss"]["games"] == 0

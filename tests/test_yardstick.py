@@ -90,6 +90,10 @@ class _Lowest(Policy):
 def test_seat_zero_is_the_first_player():
     record = play_matches("tictactoe", _Lowest(), _Lowest(), openings=5)
     assert [(s.wins, s.draws, s.losses) for s in record.seats] == [(5, 0, 0), (0, 0, 5)]
+    assert {g.plies for g in record.games} == {7}  # X takes 0, 2, 4, 6: the diagonal on its fourth move
+    # with an opening, its moves count: (4, 8) then the lowest cells fill the board, a draw
+    opened = play_matches("tictactoe", _Lowest(), _Lowest(), openings=1, opening_plies=2, seed=1)
+    assert [(g.opening, g.outcome, g.plies) for g in opened.games] == [((4, 8), "draw", 9)] * 2
 
 
 @pytest.mark.parametrize("plies", [0, 1, 2, 3])

@@ -63,6 +63,7 @@ class GameRecord:
     opening: tuple[int, ...]
     seat: int
     outcome: str  # "win", "draw" or "loss", for the measured policy
+    plies: int = 0  # moves in the game, the opening's included
 
 
 @dataclass
@@ -114,12 +115,14 @@ class _Game:
     index: int
     opening: tuple[int, ...]
     returns: dict[str, float] = field(default_factory=dict)
+    plies: int = 0  # moves played after the opening
 
     def mover(self) -> str:
         return _mover(self.ts, self.name)
 
     def apply(self, action: int) -> None:
         self.ts = self.env.step({self.mover(): int(action)})
+        self.plies += 1
         for a, r in self.ts.rewards.items():
             self.returns[a] = self.returns.get(a, 0.0) + float(r)
 
@@ -172,7 +175,7 @@ def play_matches(
     for start in range(0, len(jobs), batch):
         for game in _play_batch(env_name, dict(env_kwargs or {}), policy, opponent, jobs[start:start + batch],
                                 int(opening_plies), seed, explore, opponent_explore):
-            record.add(GameRecord(game.index, game.opening, game.seat, game.outcome()))
+            record.add(GameRecord(game.index, game.opening, game.seat, game.outcome(), len(game.opening) + game.plies))
     return record
 
 
