@@ -86,6 +86,25 @@ inline int64_t heuristic(uint64_t mine, uint64_t theirs) {
   return score;
 }
 
+// The fail-soft alpha-beta loop of both searches: the best of `best` and the values of the
+// n moves (bits of `mine`'s next piece), `value(after)` scoring the position after one
+// from the side to move there, searched with the negated window.
+template <class Value>
+inline int64_t best_move_value(uint64_t mine, const uint64_t* moves, int n, int64_t best, int64_t alpha, int64_t beta,
+                               Value value) {
+  for (int i = 0; i < n; ++i) {
+    const int64_t score = -value(mine | moves[i], -beta, -alpha);
+    if (score > best) {
+      best = score;
+      if (best > alpha) {
+        alpha = best;
+        if (alpha >= beta) break;
+      }
+    }
+  }
+  return best;
+}
+
 // Fail-soft alpha-beta value for the side to move (`mine`), searching `depth` more plies.
 // Leaves at depth 0 score the heuristic, or 0 (`kExact`: only wins and losses within the
 // horizon count; exact_search below reaches the same values faster).
@@ -99,37 +118,35 @@ inline int64_t search(uint64_t mine, uint64_t theirs, int depth, int64_t alpha, 
     if (const uint64_t bit = drop_bit(occupied, col)) moves[n++] = bit;
   if (n == 0) return 0;
   if (depth == 0) return kExact ? 0 : heuristic(mine, theirs);
-  int64_t best = -kInf;
-  for (int i = 0; i < n; ++i) {
-    const int64_t score = -search<kExact>(theirs, mine | moves[i], depth - 1, -beta, -alpha);
-    if (score > best) {
-      best = score;
-      if (best > alpha) {
-        alpha = best;
-        if (alpha >= beta) break;
-      }
-    }
-  }
-  return best;
+  return best_move_value(mine, moves, n, -kInf, alpha, beta, [&](uint64_t after, int64_t a, int64_t b) {
+    return search<kExact>(theirs, after, depth - 1, a, b);
+  });
 }
 
-// Scores of the legal moves of one position (bit c of `legal`: column c may be played)
-// into out[kCols]; kUnscored for the others. Each move is searched with a window just
-// below the best so far: moves that tie it get exact scores, worse ones an upper bound
-// below it, which is all choosing the best needs.
-template <bool kExact = false>
-inline void score_moves(uint64_t mine, uint64_t theirs, uint64_t legal, int depth, int64_t* out) {
+// The root of both searches: each legal move of one position (bit c of `legal`: column c
+// may be played) scored into out[kCols], kUnscored for the others, by `value(after, alpha,
+// beta)` from the opponent's side. Each move is searched with a window just below the best
+// so far: moves that tie it get exact scores, worse ones an upper bound below it, which is
+// all choosing the best needs.
+template <class Value>
+inline void score_root(uint64_t mine, uint64_t theirs, uint64_t legal, int64_t* out, Value value) {
   for (int c = 0; c < kCols; ++c) out[c] = kUnscored;
-  const uint64_t occupied = mine | theirs;
   int64_t best = -kInf;
   for (int col : kColumnOrder) {
     if (!((legal >> col) & 1)) continue;
-    const uint64_t bit = drop_bit(occupied, col);
+    const uint64_t bit = drop_bit(mine | theirs, col);
     if (!bit) continue;
-    const int64_t score = -search<kExact>(theirs, mine | bit, depth - 1, -kInf, -(best - 1));
-    out[col] = score;
-    if (score > best) best = score;
+    out[col] = -value(mine | bit, -kInf, -(best - 1));
+    if (out[col] > best) best = out[col];
   }
+}
+
+// Scores of the legal moves of one position (score_root) by the search above.
+template <bool kExact = false>
+inline void score_moves(uint64_t mine, uint64_t theirs, uint64_t legal, int depth, int64_t* out) {
+  score_root(mine, theirs, legal, out, [&](uint64_t after, int64_t a, int64_t b) {
+    return search<kExact>(theirs, after, depth - 1, a, b);
+  });
 }
 
 // ---- The exact search: wins and losses within the horizon only ----------------------------
@@ -174,37 +191,22 @@ inline int64_t exact_search(uint64_t mine, uint64_t theirs, int depth, int64_t a
   // At two plies the opponent's only new playable cell is the one above the move, and no
   // candidate gives it that: nothing is decided.
   if (depth == 2) return 0;
-  int64_t best = lost;  // the value of every move left out, and a lower bound on the others
-  for (int col : kColumnOrder) {
-    const uint64_t bit = candidates & (uint64_t{0x3F} << (kStride * col));
-    if (!bit) continue;
-    const int64_t score = -exact_search(theirs, mine | bit, depth - 1, -beta, -alpha);
-    if (score > best) {
-      best = score;
-      if (best > alpha) {
-        alpha = best;
-        if (alpha >= beta) break;
-      }
-    }
-  }
-  return best;
+  uint64_t moves[kCols];
+  int n = 0;
+  for (int col : kColumnOrder)
+    if (const uint64_t bit = candidates & (uint64_t{0x3F} << (kStride * col))) moves[n++] = bit;
+  // `lost` starts as the best: the value of every move left out, and a lower bound on the others.
+  return best_move_value(mine, moves, n, lost, alpha, beta, [&](uint64_t after, int64_t a, int64_t b) {
+    return exact_search(theirs, after, depth - 1, a, b);
+  });
 }
 
-// score_moves for the exact search: the best moves get their exact scores, the others an
-// upper bound below the best.
+// Scores of the legal moves of one position (score_root) by the exact search: the best moves
+// get their exact scores, the others an upper bound below the best.
 inline void exact_score_moves(uint64_t mine, uint64_t theirs, uint64_t legal, int depth, int64_t* out) {
-  for (int c = 0; c < kCols; ++c) out[c] = kUnscored;
-  const uint64_t occupied = mine | theirs;
-  int64_t best = -kInf;
-  for (int col : kColumnOrder) {
-    if (!((legal >> col) & 1)) continue;
-    const uint64_t bit = drop_bit(occupied, col);
-    if (!bit) continue;
-    const int64_t score = has_four(mine | bit) ? kWin + depth - 1
-                                               : -exact_search(theirs, mine | bit, depth - 1, -kInf, -(best - 1));
-    out[col] = score;
-    if (score > best) best = score;
-  }
+  score_root(mine, theirs, legal, out, [&](uint64_t after, int64_t a, int64_t b) {
+    return has_four(after) ? -(kWin + depth - 1) : exact_search(theirs, after, depth - 1, a, b);
+  });
 }
 
 }  // namespace negamax
