@@ -154,14 +154,14 @@ inline void score_moves(uint64_t mine, uint64_t theirs, uint64_t legal, int dept
 // A score is +-(kWin + plies to spare) for a win or loss by force within `depth` plies, else
 // 0 ("not decided"): the value of the plain search above with every leaf scored 0. It reads
 // connect four's forcing rules instead of trying every move, which makes six plies as cheap
-// as four were (benchmarks/bench_learner.py): a side that can win at once does (no quicker
+// as four were (benchmarks/bench_search.py): a side that can win at once does (no quicker
 // win exists); one facing two immediate wins has lost; one facing one must block it; and a
 // move under a cell where the opponent completes a line loses at once, so it is scored
 // without a search. Tested against the plain search, score_moves<true> (tests/test_negamax_core.py),
 // which stays as benchmarks/bench_search.py's baseline.
 
 constexpr uint64_t kBoard = 0xFDFBF7EFDFBFULL;  // the 42 cells: bits 0-5 of each column's 7
-constexpr uint64_t kBottom = 0x40810204081ULL;         // the bottom cell of each column
+constexpr uint64_t kBottom = 0x40810204081ULL;  // the bottom cell of each column
 
 // Empty cells where a piece of `own` completes a line of four (threats.h's reading).
 inline uint64_t winning_cells(uint64_t own, uint64_t occupied) {
