@@ -168,13 +168,14 @@ void bind_board(py::module_& m, const char* name, const char* doc) {
 
 }  // namespace
 
-// Scores every legal move of n connect-four positions into out[n, 7], after checking the
-// arrays once; kExact: leaves score 0, so only wins and losses within `depth` plies count.
-// Rows are split over `threads` threads (positions are independent; each writes its own rows).
-// kExact with `forcing`: exact_score_moves, else score_moves<kExact>.
-template <bool kExact>
-void negamax_scores(py::handle mine, py::handle theirs, py::handle legal, int depth, py::handle out, int threads,
-                    bool forcing) {
+// One position's move scores (negamax.h: score_moves<kExact>, exact_score_moves).
+using ScoreMoves = void (*)(uint64_t mine, uint64_t theirs, uint64_t legal, int depth, int64_t* out);
+
+// Scores every legal move of n connect-four positions into out[n, 7] by `score`, after
+// checking the arrays once. Rows are split over `threads` threads (positions are
+// independent; each writes its own rows).
+void negamax_scores(ScoreMoves score, py::handle mine, py::handle theirs, py::handle legal, int depth, py::handle out,
+                    int threads) {
   if (depth < 1) throw py::value_error("depth must be >= 1, got " + std::to_string(depth));
   if (threads < 1) throw py::value_error("threads must be >= 1, got " + std::to_string(threads));
   if (!py::isinstance<py::array>(mine)) throw py::value_error("mine must be a numpy array");
@@ -191,9 +192,8 @@ void negamax_scores(py::handle mine, py::handle theirs, py::handle legal, int de
   py::gil_scoped_release release;
   const auto rows = [&](py::ssize_t lo, py::ssize_t hi) {
     for (py::ssize_t i = lo; i < hi; ++i)
-      (kExact && forcing ? negamax::exact_score_moves : negamax::score_moves<kExact>)(
-          static_cast<uint64_t>(m_[i]), static_cast<uint64_t>(t_[i]), static_cast<uint64_t>(l_[i]), depth,
-          o + i * negamax::kCols);
+      score(static_cast<uint64_t>(m_[i]), static_cast<uint64_t>(t_[i]), static_cast<uint64_t>(l_[i]), depth,
+            o + i * negamax::kCols);
   };
   // A thread costs tens of microseconds to start: worth it only for a few dozen rows each.
   const py::ssize_t workers = std::max<py::ssize_t>(1, std::min<py::ssize_t>(threads, n / 32));
@@ -206,13 +206,17 @@ void negamax_scores(py::handle mine, py::handle theirs, py::handle legal, int de
 void bind_negamax(py::module_& m) {
   m.def("connect_four_negamax_scores",
         [](py::handle mine, py::handle theirs, py::handle legal, int depth, py::handle out, int threads) {
-          negamax_scores<false>(mine, theirs, legal, depth, out, threads, false);
+          negamax_scores(negamax::score_moves<false>, mine, theirs, legal, depth, out, threads);
         }, py::arg("mine"), py::arg("theirs"), py::arg("legal"),
         py::arg("depth"), py::arg("out"), py::arg("threads") = 1,
         "Negamax scores (int64[n, 7], INT64_MIN where unplayable) of every legal move of n connect-four "
         "positions (bitboards of the player to move and the opponent, legal-column bits), searching depth plies "
         "on up to `threads` threads.");
-  m.def("connect_four_exact_scores", &negamax_scores<true>, py::arg("mine"), py::arg("theirs"), py::arg("legal"),
+  m.def("connect_four_exact_scores",
+        [](py::handle mine, py::handle theirs, py::handle legal, int depth, py::handle out, int threads, bool forcing) {
+          negamax_scores(forcing ? negamax::exact_score_moves : negamax::score_moves<true>, mine, theirs, legal, depth,
+                         out, threads);
+        }, py::arg("mine"), py::arg("theirs"), py::arg("legal"),
         py::arg("depth"), py::arg("out"), py::arg("threads") = 1, py::arg("forcing") = true,
         "Like connect_four_negamax_scores with no heuristic: a move scores 1000000 + plies to spare if it wins "
         "by force within depth plies, minus that if it loses by force, else 0. The best moves get exact scores, "

@@ -160,8 +160,15 @@ inline void score_moves(uint64_t mine, uint64_t theirs, uint64_t legal, int dept
 // without a search. Tested against the plain search, score_moves<true> (tests/test_negamax_core.py),
 // which stays as benchmarks/bench_search.py's baseline.
 
-constexpr uint64_t kBoard = 0xFDFBF7EFDFBFULL;  // the 42 cells: bits 0-5 of each column's 7
-constexpr uint64_t kBottom = 0x40810204081ULL;  // the bottom cell of each column
+// Bits `lowest`..`lowest + rows - 1` of every column: the cells of those rows.
+constexpr uint64_t rows_mask(int lowest, int rows) {
+  uint64_t m = 0;
+  for (int c = 0; c < kCols; ++c)
+    for (int h = lowest; h < lowest + rows; ++h) m |= uint64_t{1} << (kStride * c + h);
+  return m;
+}
+constexpr uint64_t kBoard = rows_mask(0, kRows);  // the 42 cells (each column's seventh bit stays empty)
+constexpr uint64_t kBottom = rows_mask(0, 1);     // the bottom cell of each column
 
 // Empty cells where a piece of `own` completes a line of four (threats.h's reading).
 inline uint64_t winning_cells(uint64_t own, uint64_t occupied) {

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from league import _core
+from league.algos.board_search import column_bits, connect_four_bitboards
 from league.population.scripted import _C4_BIT_VALUES, _C4_ROWS, _C4_STRIDE, ConnectFourNegamaxPolicy, _bits
 from league.population.scripted import _c4_drop_bit as _drop
 from league.population.scripted import _c4_has_four as _four
@@ -137,9 +138,9 @@ def test_exact_scores_are_the_reference_searchs_values_without_its_heuristic(dep
     rng = np.random.default_rng(depth)
     partial = mask * (rng.random(mask.shape) < 0.7)  # masks that leave legal moves out
     partial[partial.sum(axis=1) == 0] = mask[partial.sum(axis=1) == 0]
-    mine, theirs = _bits(obs[..., 0], _C4_BIT_VALUES), _bits(obs[..., 1], _C4_BIT_VALUES)
+    mine, theirs = connect_four_bitboards(obs)
     for m in (mask, partial):
-        legal_bits = (m.astype(bool) * (1 << np.arange(COLS))).sum(axis=1).astype(np.int64)
+        legal_bits = column_bits(m)
         scores = np.empty((len(obs), COLS), np.int64)
         _core.connect_four_exact_scores(mine, theirs, legal_bits, depth, scores)
         decided = 0
@@ -167,8 +168,8 @@ def test_forcing_rules_keep_the_plain_searchs_best_moves_and_values(depth):
     """Deeper than the Python reference reaches: the forcing rules against the C++ plain search
     (``forcing=False``, every move tried) on every position of 48 random games."""
     obs, mask = _positions(48, 36, seed=20 + depth)
-    mine, theirs = _bits(obs[..., 0], _C4_BIT_VALUES), _bits(obs[..., 1], _C4_BIT_VALUES)
-    legal_bits = (mask.astype(bool) * (1 << np.arange(COLS))).sum(axis=1).astype(np.int64)
+    mine, theirs = connect_four_bitboards(obs)
+    legal_bits = column_bits(mask)
     fast, plain = (np.empty((len(obs), COLS), np.int64) for _ in range(2))
     _core.connect_four_exact_scores(mine, theirs, legal_bits, depth, fast, threads=2)
     _core.connect_four_exact_scores(mine, theirs, legal_bits, depth, plain, threads=2, forcing=False)

@@ -41,6 +41,7 @@ __all__ = [
     "CONNECT_FOUR_CELL_BITS",
     "board_rules",
     "check_search_game",
+    "best_exact_moves",
     "column_bits",
     "connect_four_bitboards",
     "exact_search_approved",
@@ -265,6 +266,12 @@ def column_bits(action_mask: np.ndarray) -> np.ndarray:
     return ((action_mask > 0) * (1 << np.arange(action_mask.shape[1], dtype=np.int64))).sum(1)
 
 
+def best_exact_moves(scores: np.ndarray, legal: np.ndarray) -> np.ndarray:
+    """``bool[B, 7]``: the legal moves of best score in each row of ``connect_four_exact_scores``'
+    ``scores`` (``legal``: ``bool[B, 7]``; the others score an upper bound below the best)."""
+    return (scores == np.where(legal, scores, np.iinfo(np.int64).min).max(1, keepdims=True)) & legal
+
+
 def exact_search_approved(obs: torch.Tensor, action_mask: torch.Tensor, depth: int) -> torch.Tensor:
     """``bool[B, 7]``: the legal connect-four moves whose value under an exact alpha-beta search
     of ``depth`` plies (wins and losses only, no heuristic: ``csrc/negamax.h``) is the best.
@@ -281,5 +288,4 @@ def exact_search_approved(obs: torch.Tensor, action_mask: torch.Tensor, depth: i
     scores = np.empty(mask.shape, dtype=np.int64)
     # as many threads as the learner's torch ops use (learner.num_threads): they sit idle meanwhile
     _core.connect_four_exact_scores(mine, theirs, column_bits(mask), depth, scores, threads=torch.get_num_threads())
-    best = np.where(mask, scores, np.iinfo(np.int64).min).max(1, keepdims=True)
-    return torch.from_numpy((scores == best) & mask).to(action_mask.device)
+    return torch.from_numpy(best_exact_moves(scores, mask)).to(action_mask.device)
