@@ -11,7 +11,10 @@ from league.algos import make_algorithm
 from league.algos.board_search import (
     BOARD_GAMES,
     THREAT_PLANES,
+    best_exact_moves,
     board_rules,
+    column_bits,
+    connect_four_bitboards,
     exact_search_approved,
     search_approved,
     threat_planes,
@@ -172,6 +175,37 @@ def test_search_depth_is_checked_by_name():
         make_algorithm("ppo", ttt, {"search_game": "tictactoe", "search_depth": 4})
     algo = make_algorithm("ppo", spec, {"search_game": "connect_four", "search_depth": 4, "model": "conv"})
     assert algo.config.search_depth == 4
+
+
+def test_search_endgame_is_checked_by_name():
+    spec = make_env("connect_four").spec("player_0")
+    for bad in (-1, 19, 2.0, True):
+        with pytest.raises(ValueError, match="search_endgame"):
+            make_algorithm("ppo", spec, {"search_game": "connect_four", "search_endgame": bad})
+    ttt = make_env("tictactoe").spec("player_1")
+    with pytest.raises(ValueError, match="search_endgame is searched for connect_four only.*search_endgame=0"):
+        make_algorithm("ppo", ttt, {"search_game": "tictactoe", "search_endgame": 6})
+    algo = make_algorithm("ppo", spec, {"search_game": "connect_four", "search_endgame": 16, "model": "conv"})
+    assert algo.config.search_endgame == 16
+
+
+def test_endgame_positions_are_searched_to_the_end_of_the_game():
+    from league import _core
+    from league.envs.boards import BoardBatchedEnv
+
+    bs = BoardBatchedEnv("connect_four", 1024, seed=7, opening_plies=40, opening_search_depth=2).reset()
+    obs, mask = torch.from_numpy(bs.obs.copy()), torch.from_numpy(bs.masks.copy())
+    late = 42 - (bs.obs > 0.5).sum((1, 2, 3)) <= 10
+    assert late.sum() >= 20 and (~late).sum() >= 20
+    approved = exact_search_approved(obs, mask, 4, endgame=10).numpy()
+    four_plies = exact_search_approved(obs, mask, 4).numpy()
+    assert (approved[~late] == four_plies[~late]).all()  # elsewhere the four-ply reading, unchanged
+    # in the endgame the game's exact best moves: the plain search (every move tried) to the end
+    mine, theirs = connect_four_bitboards(bs.obs[late])
+    scores = np.empty((int(late.sum()), 7), np.int64)
+    _core.connect_four_exact_scores(mine, theirs, column_bits(bs.masks[late]), 10, scores, forcing=False)
+    assert (approved[late] == best_exact_moves(scores, bs.masks[late] > 0)).all()
+    assert (approved[late] != four_plies[late]).any()  # it reads further than four plies there
 
 
 def _brute_planes(obs: np.ndarray, game: str) -> np.ndarray:

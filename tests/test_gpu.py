@@ -115,9 +115,11 @@ def _board_batch(rows: int, seed: int) -> SampleBatch:
     )
 
 
-def test_the_default_jobs_planes_and_search_on_cuda_match_cpu(monkeypatch):
+@pytest.mark.parametrize("endgame", [0, 16])
+def test_the_default_jobs_planes_and_search_on_cuda_match_cpu(monkeypatch, endgame):
     """Threat planes (the torch reading on CUDA, C++ on CPU) and the four-ply search (C++, the
-    rows moved to the host and back) give the default job's update the same result on both."""
+    rows moved to the host and back; with ``search_endgame``, late positions solved to the end)
+    give the default job's update the same result on both."""
     import torch.backends.cuda
 
     from league.algos import make_algorithm
@@ -132,6 +134,7 @@ def test_the_default_jobs_planes_and_search_on_cuda_match_cpu(monkeypatch):
     assert torch.equal(threat_planes(obs.cuda(), rules).cpu(), threat_planes(obs, rules))
     params = composed_values()["algo"]["params"]
     assert params["model_kwargs"]["threat_planes"] == "connect_four" and params["search_depth"] == 4
+    params = {**params, "search_endgame": endgame}
     results = {}
     for device in ("cpu", "cuda"):
         learner = Learner(device, seed=5)

@@ -76,15 +76,26 @@ BOARD_GAMES = {
 }
 
 
-def check_search_game(game: str | None, depth: int = 2) -> None:
-    """Config check: ``game`` is null or a game this search reads, and ``depth`` a depth it
-    searches that game to (ValueError naming the known ones)."""
+#: The most empty cells :func:`exact_search_approved`'s endgame reading solves to the end: a
+#: position of 16 empty cells costs about 0.1 ms (benchmarks/README.md), of 20 about 3 ms.
+MAX_SEARCH_ENDGAME = 18
+
+
+def check_search_game(game: str | None, depth: int = 2, endgame: int = 0) -> None:
+    """Config check: ``game`` is null or a game this search reads, ``depth`` a depth it
+    searches that game to, and ``endgame`` (empty cells solved to the end) one it solves
+    (ValueError naming the known ones)."""
     if game is not None and game not in BOARD_GAMES:
         raise ValueError(f"search_game must be one of {sorted(BOARD_GAMES)} or null (no search), got {game!r}")
     if isinstance(depth, bool) or not isinstance(depth, int) or depth < 2:
         raise ValueError(f"search_depth must be an int >= 2 (plies), got {depth!r}")
     if depth > 2 and game is not None and game != "connect_four":
         raise ValueError(f"search_depth > 2 is searched for connect_four only (the C++ core); {game!r} takes 2, got {depth}")
+    if isinstance(endgame, bool) or not isinstance(endgame, int) or not 0 <= endgame <= MAX_SEARCH_ENDGAME:
+        raise ValueError(f"search_endgame must be an int in 0..{MAX_SEARCH_ENDGAME} (empty cells; 0: off), got {endgame!r}")
+    if endgame and game is not None and game != "connect_four":  # null: no search at all
+        raise ValueError(f"search_endgame is searched for connect_four only (the C++ core); search_game is {game!r}. "
+                         "Set search_endgame=0")
 
 
 def board_rules(game: str, obs_shape: Sequence[int], num_actions: int,
@@ -216,14 +227,14 @@ def _double_threats(own: torch.Tensor, empty: torch.Tensor, playable: torch.Tens
     return found.reshape(b, h, w) & playable
 
 
-def search_approved(obs: torch.Tensor, action_mask: torch.Tensor, rules: BoardRules, depth: int = 2) -> torch.Tensor:
+def search_approved(obs: torch.Tensor, action_mask: torch.Tensor, rules: BoardRules, depth: int = 2, endgame: int = 0) -> torch.Tensor:
     """``bool[B, A]``: the legal moves an exact search of ``depth`` plies does not refute (see
-    the module doc; depths above 2: :func:`exact_search_approved`).
+    the module doc; depths above 2, or ``endgame`` > 0 on connect four: :func:`exact_search_approved`).
 
     ``obs`` ``[B, H, W, 2]`` (plane 0 the mover's pieces), ``action_mask`` ``[B, A]``.
     """
-    if depth > 2:
-        return exact_search_approved(obs, action_mask, depth)
+    if depth > 2 or endgame:
+        return exact_search_approved(obs, action_mask, depth, endgame)
     mine, theirs = obs[..., 0] > 0.5, obs[..., 1] > 0.5
     empty = ~(mine | theirs)
     legal = action_mask > 0
@@ -272,7 +283,7 @@ def best_exact_moves(scores: np.ndarray, legal: np.ndarray) -> np.ndarray:
     return (scores == np.where(legal, scores, np.iinfo(np.int64).min).max(1, keepdims=True)) & legal
 
 
-def exact_search_approved(obs: torch.Tensor, action_mask: torch.Tensor, depth: int) -> torch.Tensor:
+def exact_search_approved(obs: torch.Tensor, action_mask: torch.Tensor, depth: int, endgame: int = 0) -> torch.Tensor:
     """``bool[B, 7]``: the legal connect-four moves whose value under an exact alpha-beta search
     of ``depth`` plies (wins and losses only, no heuristic: ``csrc/negamax.h``) is the best.
 
@@ -280,12 +291,26 @@ def exact_search_approved(obs: torch.Tensor, action_mask: torch.Tensor, depth: i
     quickest forced wins, else the moves not lost by force within ``depth`` plies, else the
     slowest losses. At depth 2 these are exactly :func:`search_approved`'s two-ply moves
     (tested). Depth 4 adds the double threats the mover can make and those it must not allow.
+    ``endgame``: positions with at most that many empty cells are searched to the end of the
+    game instead, so there the approved moves are the game's exact best (a draw scores 0).
     """
     from league import _core
 
     mask = action_mask.detach().cpu().numpy() > 0
-    mine, theirs = connect_four_bitboards(obs.detach().cpu().numpy())
+    obs_np = obs.detach().cpu().numpy()
+    mine, theirs = connect_four_bitboards(obs_np)
+    legal = column_bits(mask)
     scores = np.empty(mask.shape, dtype=np.int64)
     # as many threads as the learner's torch ops use (learner.num_threads): they sit idle meanwhile
-    _core.connect_four_exact_scores(mine, theirs, column_bits(mask), depth, scores, threads=torch.get_num_threads())
+    threads = torch.get_num_threads()
+    empty_cells = CONNECT_FOUR_CELL_BITS.size - (obs_np > 0.5).reshape(len(obs_np), -1).sum(1)
+    solved = empty_cells <= endgame if endgame > depth else np.zeros(len(mask), bool)
+    rest = ~solved
+    if rest.all():
+        _core.connect_four_exact_scores(mine, theirs, legal, depth, scores, threads=threads)
+    else:
+        for rows, plies in ((rest, depth), (solved, endgame)):  # a search past the full board stops there
+            part = np.empty((int(rows.sum()), mask.shape[1]), dtype=np.int64)
+            _core.connect_four_exact_scores(mine[rows], theirs[rows], legal[rows], plies, part, threads=threads)
+            scores[rows] = part
     return torch.from_numpy(best_exact_moves(scores, mask)).to(action_mask.device)

@@ -77,6 +77,9 @@ class PPOConfig(ActorCriticOptions):
     search_game: str | None = None
     search_coef: float = 1.0
     search_depth: int = 2
+    # Connect four: positions with at most this many empty cells are searched to the end of
+    # the game instead (0: off), so the distilled moves there are the game's exact best.
+    search_endgame: int = 0
 
     def __post_init__(self) -> None:
         self.check_options("ppo")
@@ -91,7 +94,7 @@ class PPOConfig(ActorCriticOptions):
             raise ValueError(f"ppo.gamma and ppo.lam must lie in [0, 1], got {self.gamma}, {self.lam}")
         if not self.search_coef >= 0:
             raise ValueError(f"ppo.search_coef must be >= 0, got {self.search_coef}")
-        check_search_game(self.search_game, self.search_depth)
+        check_search_game(self.search_game, self.search_depth, self.search_endgame)
 
 
 #: Names of the statistics :func:`ppo_loss_terms` returns, in order.
@@ -173,7 +176,7 @@ class PPO(GAEActorCritic):
         t = batch_to_tensors(batch, self.loss_inputs(*PPO_INPUTS), next(state.model.parameters()).device)
         self.prepare(state.model, t)
         if self.search_rules is not None:
-            t[SEARCH_APPROVED] = search_approved(t[C.OBS], t[C.ACTION_MASK], self.search_rules, cfg.search_depth)
+            t[SEARCH_APPROVED] = search_approved(t[C.OBS], t[C.ACTION_MASK], self.search_rules, cfg.search_depth, cfg.search_endgame)
         return minibatch_sgd(
             self.loss, state, t, len(batch), cfg.num_epochs, cfg.minibatch_size, cfg.max_grad_norm, "PPO"
         )
