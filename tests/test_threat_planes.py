@@ -45,6 +45,47 @@ def test_d4_stays_exact_on_tictactoe_and_mlps_take_the_planes_too() -> None:
     _assert_d4_invariant(model)
 
 
+def test_ppo_reads_the_planes_once_per_update_with_the_same_result(monkeypatch) -> None:
+    """The model answers the same on boards and on their input_features; PPO hands it the
+    features, read once for all epochs, and its update is the same as reading them per minibatch."""
+    import numpy as np
+
+    import league.algos.models as models
+    import league.algos.ppo as ppo
+    from league.batch import MultiAgentBatch
+    from league.cli.train import composed_values
+    from league.learn import Learner
+    from tests.test_gpu import _board_batch
+
+    params = {**composed_values()["algo"]["params"], "num_epochs": 3, "minibatch_size": 128}
+    obs = torch.from_numpy(random_play_positions("connect_four", 3, seed=1)[0])
+    model = make_algorithm("ppo", C4, params).make_model()
+    features = models.input_features(model, obs)
+    assert features.shape[-1] == 2 + len(THREAT_PLANES) and models.input_features(model.base.base, obs) is obs
+    torch.testing.assert_close(model(features), model(obs), rtol=0, atol=0)
+    batch = _board_batch(600, seed=4)
+    calls = []
+    reading = models.threat_planes
+    monkeypatch.setattr(models, "threat_planes", lambda o, rules: calls.append(len(o)) or reading(o, rules))
+
+    def update() -> dict[str, np.ndarray]:
+        learner = Learner("cpu", seed=5)
+        learner.add_policy("main", make_algorithm("ppo", C4, params))
+        learner.learn_on_batch(MultiAgentBatch({"main": batch}, len(batch)))
+        weights = learner.get_weights()["main"]
+        learner.close()
+        return weights
+
+    once = update()
+    assert calls == [600]  # one reading of the whole batch
+    calls.clear()
+    monkeypatch.setattr(ppo, "input_features", lambda model, obs: obs)  # as before: per minibatch and epoch
+    per_minibatch = update()
+    assert len(calls) == 3 * 5
+    for key, value in once.items():
+        np.testing.assert_allclose(value, per_minibatch[key], rtol=1e-5, atol=1e-6, err_msg=key)
+
+
 def test_a_checkpointed_model_loads_and_answers_the_same() -> None:
     params = {"model": "conv", "model_kwargs": {"symmetry": "flip_lr", "threat_planes": "connect_four"}}
     torch.manual_seed(1)

@@ -31,7 +31,7 @@ from torch import nn
 from league.algos.activations import Tanh
 from league.algos.board_search import THREAT_PLANES, BoardRules, board_rules, threat_planes
 
-__all__ = ["MLPModel", "ConvModel", "NatureCNNModel", "build_model", "resolve_model_kind", "MIN_IMAGE_SIDE", "RunningMeanStd", "PopArtValue", "ActorCriticModel"]
+__all__ = ["MLPModel", "ConvModel", "NatureCNNModel", "build_model", "input_features", "resolve_model_kind", "MIN_IMAGE_SIDE", "RunningMeanStd", "PopArtValue", "ActorCriticModel"]
 
 
 def _init(layer: nn.Module, gain: float) -> nn.Module:
@@ -339,7 +339,7 @@ def build_model(kind: str, obs_shape: Sequence[int], num_actions: int, **kwargs)
     # each row's planes are read once however many copies the symmetry averages.
     shape = (*obs_shape[:-1], obs_shape[-1] + len(THREAT_PLANES))
     return ThreatPlanesModel(symmetrize(_build_base_model(kind, shape, num_actions, **kwargs), symmetry, shape,
-                                        num_actions, method), rules)
+                                        num_actions, method), rules, int(obs_shape[-1]))
 
 
 class ThreatPlanesModel(nn.Module):
@@ -355,14 +355,23 @@ class ThreatPlanesModel(nn.Module):
     normalisers) are read from ``base``.
     """
 
-    def __init__(self, base: nn.Module, rules: BoardRules) -> None:
+    def __init__(self, base: nn.Module, rules: BoardRules, obs_channels: int = 2) -> None:
         super().__init__()
         self.base = base
         self.rules = rules
+        self.feature_channels = obs_channels + len(THREAT_PLANES)  # what base reads
+
+    def input_features(self, obs: torch.Tensor) -> torch.Tensor:
+        """``[B, H, W, C + 7]``: the observations with their planes appended, what ``base``
+        reads. A learner taking several passes over one batch (PPO's epochs) reads them once
+        and hands these to :meth:`forward`."""
+        return torch.cat([obs, threat_planes(obs, self.rules)], -1)  # planes on obs's device
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(logits, value)`` of ``base`` on the observations with their planes."""
-        return self.base(torch.cat([obs, threat_planes(obs, self.rules)], -1))  # planes on obs's device
+        """``(logits, value)`` of ``base`` on board observations ``[B, H, W, C]``, or on their
+        :meth:`input_features` ``[B, H, W, C + 7]`` (told apart by the channel count)."""
+        with_planes = obs.shape[-1] == self.feature_channels
+        return self.base(obs if with_planes else self.input_features(obs))
 
     def __getattr__(self, name: str):  # noqa: ANN204 - whatever ``base`` holds
         try:
@@ -372,6 +381,14 @@ class ThreatPlanesModel(nn.Module):
 
     def extra_repr(self) -> str:
         return f"threat_planes=(rows={self.rules.rows}, cols={self.rules.cols}, k={self.rules.k}, gravity={self.rules.gravity})"
+
+
+def input_features(model: nn.Module, obs: torch.Tensor) -> torch.Tensor:
+    """What ``model`` computes from ``obs`` before its trainable layers, where it says
+    (``input_features``: :class:`ThreatPlanesModel`'s planes), else ``obs``; ``model`` takes either.
+    Learners read it once per batch instead of once per minibatch and epoch."""
+    features = getattr(model, "input_features", None)
+    return obs if features is None else features(obs)
 
 
 def resolve_model_kind(kind: str, obs_shape: Sequence[int]) -> str:

@@ -37,6 +37,7 @@ from league.algos.actor_critic import VALUE_SCALE, ActorCriticOptions, GAEActorC
 from league.algos.board_search import BoardRules, board_rules, check_search_game, search_approved
 from league.learn.algorithm import PolicyState, batch_to_tensors
 from league.algos.distributions import MASKED_LOGIT, ActionDist, Categorical, masked_log_probs
+from league.algos.models import input_features
 from league.algos.schedules import LinearSchedule
 from league.algos.sgd import check_max_policy_lag, check_minibatch_size, minibatch_sgd
 from league.batch import Columns as C
@@ -177,6 +178,8 @@ class PPO(GAEActorCritic):
         self.prepare(state.model, t)
         if self.search_rules is not None:
             t[SEARCH_APPROVED] = search_approved(t[C.OBS], t[C.ACTION_MASK], self.search_rules, cfg.search_depth, cfg.search_endgame)
+        # What the model computes before its trainable layers (threat planes), once for all epochs.
+        t[C.OBS] = input_features(state.model, t[C.OBS])
         return minibatch_sgd(
             self.loss, state, t, len(batch), cfg.num_epochs, cfg.minibatch_size, cfg.max_grad_norm, "PPO"
         )
