@@ -77,7 +77,8 @@ BOARD_GAMES = {
 
 
 #: The most empty cells :func:`exact_search_approved`'s endgame reading solves to the end: a
-#: position of 16 empty cells costs about 0.1 ms (benchmarks/README.md), of 20 about 3 ms.
+#: position of 15-16 empty cells costs about 0.14 ms on two threads, of 17-18 about 0.43 ms
+#: (benchmarks/bench_search.py's endgame figure), of 20 about 3 ms.
 MAX_SEARCH_ENDGAME = 18
 
 
