@@ -165,28 +165,23 @@ def test_deeper_search_makes_double_threats_and_refuses_to_allow_them():
     assert search_approved(obs, mask, rules, 4).nonzero()[:, 1].tolist() == [1, 4]
 
 
-def test_search_depth_is_checked_by_name():
+@pytest.mark.parametrize(("key", "bad", "good", "only_connect_four"), [
+    ("search_depth", [(1, "search_depth must be an int >= 2"), (2.5, "search_depth=2.5 has type float"), (True, "search_depth")],
+     4, "search_depth > 2 is searched for connect_four only"),
+    ("search_endgame", [(-1, "search_endgame must be an int in 0..18"), (19, "search_endgame must be"), (2.0, "search_endgame"),
+                        (True, "search_endgame")],
+     16, "search_endgame is searched for connect_four only.*search_endgame=0"),
+])  # fmt: skip
+def test_search_settings_are_checked_by_name(key, bad, good, only_connect_four):
     spec = make_env("connect_four").spec("player_0")
-    for bad, why in ((1, "search_depth must be an int >= 2"), (2.5, "search_depth=2.5 has type float"), (True, "search_depth")):
+    for value, why in bad:
         with pytest.raises(ValueError, match=why):
-            make_algorithm("ppo", spec, {"search_game": "connect_four", "search_depth": bad})
+            make_algorithm("ppo", spec, {"search_game": "connect_four", key: value})
     ttt = make_env("tictactoe").spec("player_1")
-    with pytest.raises(ValueError, match="search_depth > 2 is searched for connect_four only"):
-        make_algorithm("ppo", ttt, {"search_game": "tictactoe", "search_depth": 4})
-    algo = make_algorithm("ppo", spec, {"search_game": "connect_four", "search_depth": 4, "model": "conv"})
-    assert algo.config.search_depth == 4
-
-
-def test_search_endgame_is_checked_by_name():
-    spec = make_env("connect_four").spec("player_0")
-    for bad in (-1, 19, 2.0, True):
-        with pytest.raises(ValueError, match="search_endgame"):
-            make_algorithm("ppo", spec, {"search_game": "connect_four", "search_endgame": bad})
-    ttt = make_env("tictactoe").spec("player_1")
-    with pytest.raises(ValueError, match="search_endgame is searched for connect_four only.*search_endgame=0"):
-        make_algorithm("ppo", ttt, {"search_game": "tictactoe", "search_endgame": 6})
-    algo = make_algorithm("ppo", spec, {"search_game": "connect_four", "search_endgame": 16, "model": "conv"})
-    assert algo.config.search_endgame == 16
+    with pytest.raises(ValueError, match=only_connect_four):
+        make_algorithm("ppo", ttt, {"search_game": "tictactoe", key: good})
+    algo = make_algorithm("ppo", spec, {"search_game": "connect_four", key: good, "model": "conv"})
+    assert getattr(algo.config, key) == good
 
 
 def test_endgame_positions_are_searched_to_the_end_of_the_game():
