@@ -306,11 +306,8 @@ def exact_search_approved(obs: torch.Tensor, action_mask: torch.Tensor, depth: i
     threads = torch.get_num_threads()
     empty_cells = CONNECT_FOUR_CELL_BITS.size - (obs_np > 0.5).reshape(len(obs_np), -1).sum(1)
     solved = empty_cells <= endgame if endgame > depth else np.zeros(len(mask), bool)
-    rest = ~solved
-    if rest.all():
-        _core.connect_four_exact_scores(mine, theirs, legal, depth, scores, threads=threads)
-    else:
-        for rows, plies in ((rest, depth), (solved, endgame)):  # a search past the full board stops there
+    for rows, plies in ((~solved, depth), (solved, endgame)):  # a search past the full board stops there
+        if rows.any():
             part = np.empty((int(rows.sum()), mask.shape[1]), dtype=np.int64)
             _core.connect_four_exact_scores(mine[rows], theirs[rows], legal[rows], plies, part, threads=threads)
             scores[rows] = part

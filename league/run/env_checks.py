@@ -107,15 +107,15 @@ def check_openings(cfg: RunConfig, env: MultiAgentEnv) -> None:
     if plies == 0:
         return
     if cpp:
-        core = BOARD_GAMES[cfg.env.name].core
-        bound = core.max_searched_opening_plies if depth else core.max_opening_plies
+        game = BOARD_GAMES[cfg.env.name]
+        bound = game.core.max_searched_opening_plies if depth else game.core.max_opening_plies
         if plies > bound:
-            raise ValueError(
-                f"env.opening_plies={plies} is over {cfg.env.name}'s bound of {bound} "
-                + ("(two cells stay empty)" if depth else
-                   "(a longer random opening could decide the game before either player acts"
-                   + ("; env.opening_search_depth lifts it)" if BOARD_GAMES[cfg.env.name].searched_openings else ")"))
-            )
+            if depth:
+                why = "two cells stay empty"
+            else:
+                why = "a longer random opening could decide the game before either player acts"
+                why += "; env.opening_search_depth lifts it" if game.searched_openings else ""
+            raise ValueError(f"env.opening_plies={plies} is over {cfg.env.name}'s bound of {bound} ({why})")
         return
     reason = "it has one agent" if len(env.possible_agents) < 2 else None
     if reason is None:
