@@ -171,6 +171,9 @@ def test_deeper_search_makes_double_threats_and_refuses_to_allow_them():
     ("search_endgame", [(-1, "search_endgame must be an int in 0..18"), (19, "search_endgame must be"), (2.0, "search_endgame"),
                         (True, "search_endgame")],
      16, "search_endgame is searched for connect_four only.*search_endgame=0"),
+    ("endgame_values", [(-1, "endgame_values must be an int in 0..18"), (19, "endgame_values must be"), (2.0, "endgame_values"),
+                        (True, "endgame_values")],
+     14, "endgame_values solves connect_four only.*Set endgame_values=0"),
 ])  # fmt: skip
 def test_search_settings_are_checked_by_name(key, bad, good, only_connect_four):
     spec = make_env("connect_four").spec("player_0")

@@ -260,11 +260,12 @@ def test_frozen_players_acting_greedily_under_every_recipe(algo, recipe, tmp_pat
 def test_searched_openings_and_the_endgame_search_on_connect_four(algo, recipe, tmp_path):
     # env.opening_search_depth: training episodes start from searched openings up to 40 plies
     # deep (every algorithm's sampler); PPO's distilled search solves the endgame there
-    # (algo.params.search_endgame), while snapshots are taken, evicted and evaluated.
+    # (algo.params.search_endgame) and its samplers solve it for GAE's values
+    # (algo.params.endgame_values), while snapshots are taken, evicted and evaluated.
     values = _values(algo, recipe, env="connect_four")
     values["env"].update(opening_plies=36, opening_search_depth=2)
     if algo == "ppo":
-        values["algo"]["params"].update(search_game="connect_four", search_depth=4, search_endgame=12)
+        values["algo"]["params"].update(search_game="connect_four", search_depth=4, search_endgame=12, endgame_values=12)
     trainer, summary = _run(values, tmp_path / "run")
     _check_run(trainer, summary, tmp_path / "run", recipe)
     lengths = [r["mean_episode_len"] for r in _rows(tmp_path / "run") if r["mean_episode_len"] is not None]

@@ -82,21 +82,26 @@ BOARD_GAMES = {
 MAX_SEARCH_ENDGAME = 18
 
 
-def check_search_game(game: str | None, depth: int = 2, endgame: int = 0) -> None:
+def check_search_game(game: str | None, depth: int = 2, endgame: int = 0, endgame_values: int = 0) -> None:
     """Config check: ``game`` is null or a game this search reads, ``depth`` a depth it
-    searches that game to, and ``endgame`` (empty cells solved to the end) one it solves
-    (ValueError naming the known ones)."""
+    searches that game to, and ``endgame`` (empty cells solved to the end) and
+    ``endgame_values`` (the same, for GAE's values) ones it solves (ValueError naming the
+    known ones)."""
     if game is not None and game not in BOARD_GAMES:
         raise ValueError(f"search_game must be one of {sorted(BOARD_GAMES)} or null (no search), got {game!r}")
     if isinstance(depth, bool) or not isinstance(depth, int) or depth < 2:
         raise ValueError(f"search_depth must be an int >= 2 (plies), got {depth!r}")
     if depth > 2 and game is not None and game != "connect_four":
         raise ValueError(f"search_depth > 2 is searched for connect_four only (the C++ core); {game!r} takes 2, got {depth}")
-    if isinstance(endgame, bool) or not isinstance(endgame, int) or not 0 <= endgame <= MAX_SEARCH_ENDGAME:
-        raise ValueError(f"search_endgame must be an int in 0..{MAX_SEARCH_ENDGAME} (empty cells; 0: off), got {endgame!r}")
+    for key, cells in (("search_endgame", endgame), ("endgame_values", endgame_values)):
+        if isinstance(cells, bool) or not isinstance(cells, int) or not 0 <= cells <= MAX_SEARCH_ENDGAME:
+            raise ValueError(f"{key} must be an int in 0..{MAX_SEARCH_ENDGAME} (empty cells; 0: off), got {cells!r}")
     if endgame and game is not None and game != "connect_four":  # null: no search at all
         raise ValueError(f"search_endgame is searched for connect_four only (the C++ core); search_game is {game!r}. "
                          "Set search_endgame=0")
+    if endgame_values and game != "connect_four":  # the boards must be named: the values are read from them
+        raise ValueError(f"endgame_values solves connect_four only and needs search_game: connect_four (the boards "
+                         f"it reads); search_game is {game!r}. Set endgame_values=0 or search_game=connect_four")
 
 
 def board_rules(game: str, obs_shape: Sequence[int], num_actions: int,
@@ -259,6 +264,11 @@ def search_approved(obs: torch.Tensor, action_mask: torch.Tensor, rules: BoardRu
     return torch.where(wins.any(1, keepdim=True), wins, torch.where(safe.any(1, keepdim=True), safe, legal))
 
 
+#: A decided exact score of the C++ core's connect-four search is +-(this + plies to spare)
+#: (``csrc/negamax.h`` kWin).
+CONNECT_FOUR_WIN_SCORE = 1_000_000
+
+
 #: Bit of each ``[6, 7]`` observation cell in the C++ core's connect-four bitboards
 #: (``csrc/negamax.h``): bit ``7 * col + height``, height counted from the bottom row.
 CONNECT_FOUR_CELL_BITS = np.array([[1 << (7 * c + (5 - r)) for c in range(7)] for r in range(6)], dtype=np.int64)
@@ -312,3 +322,32 @@ def exact_search_approved(obs: torch.Tensor, action_mask: torch.Tensor, depth: i
             _core.connect_four_exact_scores(mine[rows], theirs[rows], legal[rows], plies, part, threads=threads)
             scores[rows] = part
     return torch.from_numpy(best_exact_moves(scores, mask)).to(action_mask.device)
+
+
+def connect_four_endgame_values(obs: np.ndarray, action_mask: np.ndarray, max_empty: int, gamma: float,
+                                threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """``(solved, values)``: which connect-four positions have at most ``max_empty`` empty
+    cells (``bool[B]``), and there the mover's value under perfect play from both sides
+    (``float32[B]``, 0 elsewhere), solved to the end of the game by the C++ core's exact search.
+
+    A forced win ``p`` plies away is worth ``gamma ** ((p - 1) // 2)`` and a forced loss
+    minus that: the discounted return the mover's rows would see, one reward at its last
+    move, as the env pays it; a draw is worth 0. ``obs`` ``[B, 6, 7, 2]`` (plane 0 the
+    mover's pieces), ``action_mask`` ``[B, 7]``.
+    """
+    from league import _core
+
+    obs = np.asarray(obs)
+    legal = np.asarray(action_mask) > 0
+    empty_cells = CONNECT_FOUR_CELL_BITS.size - (obs > 0.5).reshape(len(obs), -1).sum(1)
+    solved = (empty_cells <= max_empty) & legal.any(1)
+    values = np.zeros(len(obs), dtype=np.float32)
+    if solved.any():
+        mine, theirs = connect_four_bitboards(obs[solved])
+        scores = np.empty((int(solved.sum()), legal.shape[1]), dtype=np.int64)
+        _core.connect_four_exact_scores(mine, theirs, column_bits(legal[solved]), max_empty, scores, threads=threads)
+        best = np.where(legal[solved], scores, np.iinfo(np.int64).min).max(1)
+        # A decided score is +-(win + plies to spare of the search's max_empty): p plies to the end.
+        plies = max_empty - (np.abs(best) - CONNECT_FOUR_WIN_SCORE)
+        values[solved] = np.where(best == 0, 0.0, np.sign(best) * np.float64(gamma) ** ((plies - 1) // 2))
+    return solved, values

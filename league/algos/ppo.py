@@ -30,11 +30,12 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import torch
 from torch import nn
 
 from league.algos.actor_critic import VALUE_SCALE, ActorCriticOptions, GAEActorCritic
-from league.algos.board_search import BoardRules, board_rules, check_search_game, search_approved
+from league.algos.board_search import BoardRules, board_rules, check_search_game, connect_four_endgame_values, search_approved
 from league.learn.algorithm import PolicyState, batch_to_tensors
 from league.algos.distributions import MASKED_LOGIT, ActionDist, Categorical, masked_log_probs
 from league.algos.models import input_features
@@ -81,6 +82,10 @@ class PPOConfig(ActorCriticOptions):
     # Connect four: positions with at most this many empty cells are searched to the end of
     # the game instead (0: off), so the distilled moves there are the game's exact best.
     search_endgame: int = 0
+    # Connect four (search_game): positions with at most this many empty cells take their exact
+    # value under perfect play (solved on the sampler) as GAE's values, and returns stop there,
+    # so earlier moves are credited with the solved result, not the rest of the game as played.
+    endgame_values: int = 0
 
     def __post_init__(self) -> None:
         self.check_options("ppo")
@@ -95,7 +100,7 @@ class PPOConfig(ActorCriticOptions):
             raise ValueError(f"ppo.gamma and ppo.lam must lie in [0, 1], got {self.gamma}, {self.lam}")
         if not self.search_coef >= 0:
             raise ValueError(f"ppo.search_coef must be >= 0, got {self.search_coef}")
-        check_search_game(self.search_game, self.search_depth, self.search_endgame)
+        check_search_game(self.search_game, self.search_depth, self.search_endgame, self.endgame_values)
 
 
 #: Names of the statistics :func:`ppo_loss_terms` returns, in order.
@@ -169,6 +174,15 @@ class PPO(GAEActorCritic):
         self.search_rules: BoardRules | None = (
             None if game is None else board_rules(game, agent_spec.obs_shape, agent_spec.num_actions)
         )
+
+    def exact_values(self, batch: SampleBatch) -> tuple[np.ndarray, np.ndarray] | None:
+        """``endgame_values``: connect-four positions with at most that many empty cells,
+        solved to the end by the C++ core (:func:`connect_four_endgame_values`); else None."""
+        cells = self.config.endgame_values
+        if not cells:
+            return None
+        solved, values = connect_four_endgame_values(batch[C.OBS], batch[C.ACTION_MASK], cells, self.config.gamma, torch.get_num_threads())
+        return solved, values * np.float32(self.config.reward_scale)
 
     def learn(self, state: PolicyState, batch: SampleBatch) -> dict[str, float]:
         """``num_epochs`` passes of shuffled minibatch SGD on the clipped PPO loss."""
