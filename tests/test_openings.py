@@ -186,6 +186,13 @@ def test_the_default_job_brings_connect_fours_training_settings() -> None:
     cfg = parse_run_config(composed_values())
     assert cfg.env.name == "connect_four" and cfg.env.opening_plies == 4 and cfg.league.snapshot_steps == 300_000
     assert cfg.sampler.matchup_draws == 2  # opponents drawn two per block of episodes (bench_pool.py)
+    # half the games against itself, 5% against the random member (league/selfplay_connect_four.yaml);
+    # `league=` on the command line replaces that league, other envs keep the plain one
+    assert (cfg.league.recipe, cfg.league.self_play_prob, dict(cfg.league.fixed_opponents)) == ("selfplay", 0.5, {"random": 0.05})
+    psro = parse_run_config(composed_values("league=psro")).league
+    assert psro.recipe == "psro" and dict(psro.fixed_opponents) != {"random": 0.05}
+    ttt = parse_run_config(composed_values("env=tictactoe")).league
+    assert (ttt.self_play_prob, dict(ttt.fixed_opponents)) == (0.2, {"random": 0.2})
     assert (cfg.algo.name, cfg.algo.params["lr"], cfg.algo.params["entropy_coef"]) == ("ppo", 0.001, 0.05)
     # model auto: the line-seeing conv on connect four's boards, averaged with its left-right
     # mirror (model_kwargs.symmetry flip_lr; docs/STRENGTH.md)
