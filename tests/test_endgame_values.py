@@ -37,14 +37,10 @@ def test_solved_rows_get_their_exact_values_and_end_the_returns_before_them():
     assert same[0].tolist() == values.tolist() and same[1].tolist() == [0, 4] and same[2].tolist() == bootstrap.tolist()
 
 
+@functools.lru_cache(maxsize=None)
 def _solve(mine: frozenset, theirs: frozenset) -> tuple[int, int]:
     """The mover's result under perfect play (1, 0, -1) and the plies to the end: a reference
     written from the rules alone (quickest win, slowest loss)."""
-    return _solve_cached(mine, theirs)
-
-
-@functools.lru_cache(maxsize=None)
-def _solve_cached(mine: frozenset, theirs: frozenset) -> tuple[int, int]:
     best: tuple[int, int] | None = None
     for col in range(7):
         height = sum((r, col) in mine or (r, col) in theirs for r in range(6))
@@ -57,7 +53,7 @@ def _solve_cached(mine: frozenset, theirs: frozenset) -> tuple[int, int]:
         elif len(after) + len(theirs) == 42:
             outcome = (0, 1)
         else:
-            result, plies = _solve_cached(theirs, frozenset(after))
+            result, plies = _solve(theirs, frozenset(after))
             outcome = (-result, plies + 1)
         # higher result first; a quicker win, a slower loss
         if best is None or (outcome[0], -outcome[0] * outcome[1]) > (best[0], -best[0] * best[1]):

@@ -291,7 +291,18 @@ def column_bits(action_mask: np.ndarray) -> np.ndarray:
 def best_exact_moves(scores: np.ndarray, legal: np.ndarray) -> np.ndarray:
     """``bool[B, 7]``: the legal moves of best score in each row of ``connect_four_exact_scores``'
     ``scores`` (``legal``: ``bool[B, 7]``; the others score an upper bound below the best)."""
-    return (scores == np.where(legal, scores, np.iinfo(np.int64).min).max(1, keepdims=True)) & legal
+    return (scores == best_exact_scores(scores, legal)[:, None]) & legal
+
+
+def best_exact_scores(scores: np.ndarray, legal: np.ndarray) -> np.ndarray:
+    """``int64[B]``: each row's best score over its legal moves (``legal``: ``bool[B, 7]``): the
+    position's exact value under ``connect_four_exact_scores``' search."""
+    return np.where(legal, scores, np.iinfo(np.int64).min).max(1)
+
+
+def connect_four_empty_cells(obs: np.ndarray) -> np.ndarray:
+    """``int64[B]``: the empty cells of connect-four observations ``[B, 6, 7, 2]``."""
+    return CONNECT_FOUR_CELL_BITS.size - (obs > 0.5).reshape(len(obs), -1).sum(1)
 
 
 def exact_search_approved(obs: torch.Tensor, action_mask: torch.Tensor, depth: int, endgame: int = 0) -> torch.Tensor:
@@ -314,8 +325,7 @@ def exact_search_approved(obs: torch.Tensor, action_mask: torch.Tensor, depth: i
     scores = np.empty(mask.shape, dtype=np.int64)
     # as many threads as the learner's torch ops use (learner.num_threads): they sit idle meanwhile
     threads = torch.get_num_threads()
-    empty_cells = CONNECT_FOUR_CELL_BITS.size - (obs_np > 0.5).reshape(len(obs_np), -1).sum(1)
-    solved = empty_cells <= endgame if endgame > depth else np.zeros(len(mask), bool)
+    solved = connect_four_empty_cells(obs_np) <= endgame if endgame > depth else np.zeros(len(mask), bool)
     for rows, plies in ((~solved, depth), (solved, endgame)):  # a search past the full board stops there
         if rows.any():
             part = np.empty((int(rows.sum()), mask.shape[1]), dtype=np.int64)
@@ -339,14 +349,13 @@ def connect_four_endgame_values(obs: np.ndarray, action_mask: np.ndarray, max_em
 
     obs = np.asarray(obs)
     legal = np.asarray(action_mask) > 0
-    empty_cells = CONNECT_FOUR_CELL_BITS.size - (obs > 0.5).reshape(len(obs), -1).sum(1)
-    solved = (empty_cells <= max_empty) & legal.any(1)
+    solved = (connect_four_empty_cells(obs) <= max_empty) & legal.any(1)
     values = np.zeros(len(obs), dtype=np.float32)
     if solved.any():
         mine, theirs = connect_four_bitboards(obs[solved])
         scores = np.empty((int(solved.sum()), legal.shape[1]), dtype=np.int64)
         _core.connect_four_exact_scores(mine, theirs, column_bits(legal[solved]), max_empty, scores, threads=threads)
-        best = np.where(legal[solved], scores, np.iinfo(np.int64).min).max(1)
+        best = best_exact_scores(scores, legal[solved])
         # A decided score is +-(win + plies to spare of the search's max_empty): p plies to the end.
         plies = max_empty - (np.abs(best) - CONNECT_FOUR_WIN_SCORE)
         values[solved] = np.where(best == 0, 0.0, np.sign(best) * np.float64(gamma) ** ((plies - 1) // 2))
