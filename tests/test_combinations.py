@@ -222,6 +222,10 @@ def test_the_default_jobs_mirrored_conv_under_every_algorithm(algo, recipe, tmp_
     if algo == "ppo":  # the default job's PPO distils the four-ply search as well (algo/ppo_connect_four.yaml)
         assert board["search_game"] == "connect_four"
         values["algo"]["params"].update({k: board[k] for k in ("search_game", "search_coef", "search_depth")})
+    if recipe == "selfplay":  # the default job's league shares (league/selfplay_connect_four.yaml)
+        league = composed_values("env=connect_four")["league"]
+        assert (league["self_play_prob"], league["fixed_opponents"]) == (0.5, {"random": 0.05})
+        values["league"].update(self_play_prob=league["self_play_prob"], fixed_opponents=league["fixed_opponents"])
     trainer, summary = _run(values, tmp_path / "run")
     _check_run(trainer, summary, tmp_path / "run", recipe)
     ckpt = read_checkpoint(tmp_path / "run" / "checkpoints" / periodic_name(3))
