@@ -11,11 +11,13 @@ mover's pieces, plane 1 the opponent's; row 5 the bottom). Prints one JSON objec
   it wins, blocks, or does neither;
 * ``value_by_position``: the value head on positions where the mover can win now, where
   only the opponent threatens, and where neither can (quantiles);
-* ``lookahead``: the raw greedy policy against a one-ply lookahead on its own value (an
-  immediate win scores 1, any other move minus the value of the position it leaves the
-  opponent), both scored against negamax depths 2 and 3 from varied openings and on the
-  tactics yardstick. If the lookahead is no stronger, the value has not learned the
-  tactics either, and distilling such a search into the policy would not teach them;
+* ``lookahead``: the raw greedy policy against short searches of its own value
+  (:class:`ValueLookahead`: an immediate win is taken; at one ply any other move scores
+  minus the value of the position it leaves the opponent, at two plies its worst reply),
+  alone and with the policy's log-probability as a prior, all scored against negamax
+  depths 2 and 3 from varied openings and on the tactics yardstick. If a lookahead is no
+  stronger, the value knows no more than the policy, and distilling such a search into the
+  policy would not teach it anything;
 * ``losing_moves``: the policy's own moves in those games against negamax, read by the C++
   core's exact search (wins and losses only) at horizons of 2, 4, 6, 8 and 10 plies: how
   many moves first show as losing by force at each horizon while another move did not
@@ -73,6 +75,10 @@ def children(obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return kids, lines.any(-1)
 
 
+#: The policy's weight in the lookaheads that take it as a prior (``ValueLookahead.policy_weight``):
+#: log-probabilities a tenth of the value's scale, so the value decides where it sees a difference.
+LOOKAHEAD_PRIOR = 0.1
+
 #: Horizons (plies) at which ``losing_moves`` reads each move.
 HORIZONS = (2, 4, 6, 8, 10)
 
@@ -118,13 +124,26 @@ class MoveRecorder:
         return tuple(np.concatenate(parts) for parts in zip(*self.moves))  # type: ignore[return-value]
 
 
-class OnePlyLookahead:
-    """Greedy on ``1`` for a winning move, else minus the value of the opponent's position after it."""
+class ValueLookahead:
+    """Greedy on a short search of the policy's own value: a winning move scores 1; at one ply
+    any other move scores minus the value of the opponent's position after it; at two plies
+    the least, over the opponent's replies, of -1 for a reply that wins and else the value of
+    the mover's position after it. A full board is a draw (0). ``policy_weight`` > 0 adds that
+    multiple of the policy's log-probability (the policy as a prior that breaks near-ties)."""
 
     learns = False
 
-    def __init__(self, policy: Any) -> None:
-        self.policy = policy
+    def __init__(self, policy: Any, plies: int = 1, policy_weight: float = 0.0) -> None:
+        if plies not in (1, 2):
+            raise ValueError(f"plies must be 1 or 2, got {plies}")
+        self.policy, self.plies, self.policy_weight = policy, plies, policy_weight
+
+    def _values(self, boards: np.ndarray) -> np.ndarray:
+        import torch
+
+        with torch.inference_mode():
+            _, values = self.policy.model(torch.from_numpy(boards.reshape(-1, ROWS, COLS, 2)))
+        return values.numpy().reshape(boards.shape[:-3])
 
     def compute_actions(self, obs: np.ndarray, action_mask: np.ndarray, explore: bool = False) -> dict[str, np.ndarray]:
         """The lookahead's best legal column per row (``explore`` is ignored)."""
@@ -132,11 +151,23 @@ class OnePlyLookahead:
 
         obs = np.asarray(obs, dtype=np.float32)
         kids, wins = children(obs, action_mask)
-        with torch.inference_mode():
-            _, values = self.policy.model(torch.from_numpy(kids.reshape(-1, ROWS, COLS, 2)))
-        q = -values.numpy().reshape(len(obs), COLS)
-        q = np.where(kids.reshape(len(obs), COLS, -1).sum(-1) >= ROWS * COLS, 0.0, q)  # a full board is a draw
-        q = np.where(wins, np.inf, q)
+        full = kids.reshape(len(obs), COLS, -1).sum(-1) >= ROWS * COLS
+        if self.plies == 1:
+            q = -self._values(kids)
+        else:
+            flat = kids.reshape(-1, ROWS, COLS, 2)
+            replies = (flat.sum(-1)[:, 0] == 0).astype(np.int8)  # [B * 7, 7]: columns still open
+            grandkids, reply_wins = children(flat, replies)
+            # children swaps the planes again: a grandchild is seen from the mover's side, as its value is.
+            leaf = np.where(reply_wins, -1.0, self._values(grandkids))
+            q = np.where(replies > 0, leaf, np.inf).min(1).reshape(len(obs), COLS)
+        q = np.where(full, 0.0, q)
+        q = np.where(wins, np.inf, q)  # a win is taken whatever the prior says
+        if self.policy_weight:
+            with torch.inference_mode():
+                logits, _ = self.policy.model(torch.from_numpy(obs))
+            logits = np.where(action_mask > 0, logits.numpy(), -np.inf)
+            q = q + self.policy_weight * (logits - np.logaddexp.reduce(logits, axis=1, keepdims=True))
         return {"actions": np.where(action_mask > 0, q, -np.inf).argmax(1)}
 
 
@@ -188,7 +219,10 @@ def diagnose(policy: Any, spec: Any, games: int, openings: int, seed: int) -> li
 
     recorders = {depth: MoveRecorder(policy) for depth in (2, 3)}
     matches: dict[int, Any] = {}
-    for name, player in (("policy", policy), ("one_ply_lookahead", OnePlyLookahead(policy))):
+    players = (("policy", policy), ("one_ply_lookahead", ValueLookahead(policy)),
+               ("one_ply_lookahead_prior", ValueLookahead(policy, 1, LOOKAHEAD_PRIOR)),
+               ("two_ply_lookahead_prior", ValueLookahead(policy, 2, LOOKAHEAD_PRIOR)))
+    for name, player in players:
         row: dict[str, Any] = {"figure": "lookahead", "player": name}
         for depth in (2, 3):
             opponent = scripted_factory("negamax", spec, depth=depth, random_ties=True).make_policy(seed=seed)

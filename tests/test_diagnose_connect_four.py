@@ -64,9 +64,9 @@ def test_the_lookahead_takes_every_immediate_win(positions):
     obs, masks = positions
     wins = _bitboard_wins(obs, masks, 0)
     rows = [i for i, w in enumerate(wins) if w]
-    actions = diagnose.OnePlyLookahead(ConstantValue()).compute_actions(obs[rows], masks[rows])["actions"]
+    actions = diagnose.ValueLookahead(ConstantValue()).compute_actions(obs[rows], masks[rows])["actions"]
     assert all(int(a) in wins[i] for a, i in zip(actions, rows))
-    assert masks[np.arange(len(obs)), diagnose.OnePlyLookahead(ConstantValue()).compute_actions(obs, masks)["actions"]].all()
+    assert masks[np.arange(len(obs)), diagnose.ValueLookahead(ConstantValue()).compute_actions(obs, masks)["actions"]].all()
 
 
 def _board(mine: list[tuple[int, int]], theirs: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
@@ -75,6 +75,44 @@ def _board(mine: list[tuple[int, int]], theirs: list[tuple[int, int]]) -> tuple[
         for r, c in cells:
             obs[r, c, plane] = 1.0
     return obs, (obs.sum(-1)[0] == 0).astype(np.int8)
+
+
+class _PreferredColumn:
+    """A model with one preferred column (its logit 5) and the same value everywhere."""
+
+    def __init__(self, column: int) -> None:
+        self.column = column
+
+    def model(self, obs):
+        import torch
+
+        logits = torch.zeros(len(obs), 7)
+        logits[:, self.column] = 5.0
+        return logits, torch.full((len(obs),), 0.25)
+
+
+def test_two_plies_refuse_the_move_under_the_opponents_threat():
+    # The opponent holds row 4's columns 0-2; column 3 is empty, so a piece there lands on
+    # the floor and lets the opponent complete row 4 at once. Only two plies see it.
+    obs, mask = _board([(5, 1)], [(5, 0), (5, 2), (4, 0), (4, 1), (4, 2)])
+    model = _PreferredColumn(3)
+    one = diagnose.ValueLookahead(model, plies=1, policy_weight=0.1).compute_actions(obs[None], mask[None])["actions"]
+    two = diagnose.ValueLookahead(model, plies=2, policy_weight=0.1).compute_actions(obs[None], mask[None])["actions"]
+    assert int(one[0]) == 3  # one ply: every move looks alike, the prior decides
+    assert int(two[0]) != 3 and mask[int(two[0])]
+
+
+def test_the_lookaheads_take_a_win_the_prior_passes_up(positions):
+    obs, masks = positions
+    wins = _bitboard_wins(obs, masks, 0)
+    rows = [i for i, w in enumerate(wins) if w and 6 not in w and masks[i, 6]]
+    assert rows  # positions whose wins the prior (column 6) passes up
+    for plies in (1, 2):
+        lookahead = diagnose.ValueLookahead(_PreferredColumn(6), plies=plies, policy_weight=0.1)
+        actions = lookahead.compute_actions(obs[rows], masks[rows])["actions"]
+        assert all(int(a) in wins[i] for a, i in zip(actions, rows))
+    with pytest.raises(ValueError, match="plies must be 1 or 2"):
+        diagnose.ValueLookahead(_PreferredColumn(0), plies=3)
 
 
 def test_losing_moves_reads_each_move_at_the_horizon_it_first_loses():
