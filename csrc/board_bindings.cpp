@@ -237,6 +237,9 @@ void negamax_scores(ScoreMoves score, py::handle mine, py::handle theirs, py::ha
 }
 
 void bind_negamax(py::module_& m) {
+  // The score a decided exact result is read against (+-(this + plies to spare)), published
+  // so Python reads plies from scores without a second copy of the constant.
+  m.attr("CONNECT_FOUR_WIN_SCORE") = negamax::kWin;
   m.def("connect_four_negamax_scores",
         [](py::handle mine, py::handle theirs, py::handle legal, int depth, py::handle out, int threads) {
           negamax_scores(negamax::score_moves<false>, mine, theirs, legal, depth, out, threads);
@@ -251,7 +254,7 @@ void bind_negamax(py::module_& m) {
                          out, threads);
         }, py::arg("mine"), py::arg("theirs"), py::arg("legal"),
         py::arg("depth"), py::arg("out"), py::arg("threads") = 1, py::arg("forcing") = true,
-        "Like connect_four_negamax_scores with no heuristic: a move scores 1000000 + plies to spare if it wins "
+        "Like connect_four_negamax_scores with no heuristic: a move scores CONNECT_FOUR_WIN_SCORE (1000000) + plies to spare if it wins "
         "by force within depth plies, minus that if it loses by force, else 0. The best moves get exact scores, "
         "the others an upper bound below the best. forcing=False tries every move instead of reading "
         "connect four's forcing rules (the same best moves and values, slower: the benchmark baseline).");

@@ -204,3 +204,15 @@ def test_core_refuses_bad_input():
     for floating in (np.array([1 << 1, 0]), np.array([1 << 6, 0])):
         with pytest.raises(ValueError, match="row 0: .*rest on the bottom row or on other pieces"):
             _core.connect_four_exact_scores(floating, ok, ok, 4, out)
+
+
+def test_the_core_publishes_the_win_score_its_searches_use():
+    # board_search reads plies to a forced result from scores through this constant.
+    assert _core.CONNECT_FOUR_WIN_SCORE == WIN
+    obs = np.zeros((1, 6, 7, 2), np.float32)
+    obs[0, 3:, 0, 0] = 1.0  # the mover has three in column 0: a win at once
+    obs[0, 5, (2, 3, 5), 1] = 1.0
+    mine, theirs = connect_four_bitboards(obs)
+    scores = np.empty((1, COLS), np.int64)
+    _core.connect_four_exact_scores(mine, theirs, column_bits(np.ones((1, COLS), np.int8)), 4, scores)
+    assert scores[0, 0] == _core.CONNECT_FOUR_WIN_SCORE + 4 - 1

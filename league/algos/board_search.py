@@ -35,6 +35,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from league import _core
+
 __all__ = [
     "BoardRules",
     "BOARD_GAMES",
@@ -187,7 +189,6 @@ def threat_planes(obs: torch.Tensor, rules: BoardRules) -> torch.Tensor:
     """
     if obs.device.type != "cpu" or obs.dtype != torch.float32:
         return threat_planes_torch(obs, rules)
-    from league import _core
 
     boards = obs.detach().contiguous()
     out = torch.empty((*boards.shape[:3], len(THREAT_PLANES)), dtype=torch.float32)
@@ -265,8 +266,8 @@ def search_approved(obs: torch.Tensor, action_mask: torch.Tensor, rules: BoardRu
 
 
 #: A decided exact score of the C++ core's connect-four search is +-(this + plies to spare)
-#: (``csrc/negamax.h`` kWin).
-CONNECT_FOUR_WIN_SCORE = 1_000_000
+#: (``csrc/negamax.h`` kWin, published by the core).
+CONNECT_FOUR_WIN_SCORE: int = _core.CONNECT_FOUR_WIN_SCORE
 
 
 #: Bit of each ``[6, 7]`` observation cell in the C++ core's connect-four bitboards
@@ -316,7 +317,6 @@ def exact_search_approved(obs: torch.Tensor, action_mask: torch.Tensor, depth: i
     ``endgame``: positions with at most that many empty cells are searched to the end of the
     game instead, so there the approved moves are the game's exact best (a draw scores 0).
     """
-    from league import _core
 
     mask = action_mask.detach().cpu().numpy() > 0
     obs_np = obs.detach().cpu().numpy()
@@ -345,7 +345,6 @@ def connect_four_endgame_values(obs: np.ndarray, action_mask: np.ndarray, max_em
     move, as the env pays it; a draw is worth 0. ``obs`` ``[B, 6, 7, 2]`` (plane 0 the
     mover's pieces), ``action_mask`` ``[B, 7]``.
     """
-    from league import _core
 
     obs = np.asarray(obs)
     legal = np.asarray(action_mask) > 0
