@@ -193,3 +193,19 @@ def test_convs_see_contiguous_channels_first_batches(model_class, shape):
     assert convs(x).is_contiguous()
     pi, value = model(obs)
     assert pi.shape == (5, 4) and value.shape == (5,)
+
+
+def test_both_wrappers_answer_for_the_model_they_wrap():
+    # Threat planes around a symmetrised conv (connect four's default): the learner's
+    # normaliser update and the value scale read the conv's own attributes through both.
+    from league.algos.models import ThreatPlanesModel, build_model, update_normalizers
+    from league.algos.symmetry import SymmetrizedModel
+
+    model = build_model("conv", (6, 7, 2), 7, symmetry="flip_lr", threat_planes="connect_four", normalize_values=True)
+    assert isinstance(model, ThreatPlanesModel) and isinstance(model.base, SymmetrizedModel)
+    conv = model.base.base
+    assert model.value_norm is conv.value_norm and model.vf is conv.vf and model.log_std is None
+    update_normalizers(model, value_targets=torch.full((16,), 3.0))
+    assert conv.value_norm.mean.item() != 0.0  # the update reached the conv's own statistics
+    with pytest.raises(AttributeError, match="no_such_attribute"):
+        model.no_such_attribute

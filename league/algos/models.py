@@ -30,6 +30,7 @@ from torch import nn
 
 from league.algos.activations import Tanh
 from league.algos.board_search import THREAT_PLANES, BoardRules, board_rules, threat_planes
+from league.algos.wrapping import ModelWrapper
 
 __all__ = ["MLPModel", "ConvModel", "NatureCNNModel", "build_model", "input_features", "resolve_model_kind", "MIN_IMAGE_SIDE", "RunningMeanStd", "PopArtValue", "ActorCriticModel"]
 
@@ -342,7 +343,7 @@ def build_model(kind: str, obs_shape: Sequence[int], num_actions: int, **kwargs)
                                         num_actions, method), rules, int(obs_shape[-1]))
 
 
-class ThreatPlanesModel(nn.Module):
+class ThreatPlanesModel(ModelWrapper):
     """``base`` reading board observations with their threat planes appended as channels
     (``model_kwargs.threat_planes``; :func:`league.algos.board_search.threat_planes`: the cells
     a move fills now, each side's threat cells, the immediate wins and forced blocks among
@@ -372,12 +373,6 @@ class ThreatPlanesModel(nn.Module):
         :meth:`input_features` ``[B, H, W, C + 7]`` (told apart by the channel count)."""
         with_planes = obs.shape[-1] == self.feature_channels
         return self.base(obs if with_planes else self.input_features(obs))
-
-    def __getattr__(self, name: str):  # noqa: ANN204 - whatever ``base`` holds
-        try:
-            return super().__getattr__(name)
-        except AttributeError:
-            return getattr(super().__getattr__("base"), name)
 
     def extra_repr(self) -> str:
         return f"threat_planes=(rows={self.rules.rows}, cols={self.rules.cols}, k={self.rules.k}, gravity={self.rules.gravity})"

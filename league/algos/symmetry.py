@@ -41,6 +41,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from league.algos.wrapping import ModelWrapper
+
 __all__ = ["SYMMETRIES", "SYMMETRY_METHODS", "symmetry_group", "SymmetrizedModel", "symmetrize"]
 
 SYMMETRIES = ("d4", "flip_lr")
@@ -92,7 +94,7 @@ def symmetry_group(kind: str, obs_shape: Sequence[int], num_actions: int) -> tup
     return np.stack(obs_src).astype(np.int64), np.stack(action_map).astype(np.int64)
 
 
-class SymmetrizedModel(nn.Module):
+class SymmetrizedModel(ModelWrapper):
     """``base`` averaged over a symmetry group (see the module docstring).
 
     ``base`` maps ``float32[B, *obs_shape]`` to ``(logits [B, A], value [B])``; so does
@@ -115,12 +117,6 @@ class SymmetrizedModel(nn.Module):
         # the model draws nothing from the global RNG and checkpoints carry no extra state.
         key = torch.randn(obs_src.shape[1], generator=torch.Generator().manual_seed(_KEY_SEED), dtype=torch.float64)
         self.register_buffer("key_weights", key, persistent=False)
-
-    def __getattr__(self, name: str):  # noqa: ANN204 - whatever ``base`` holds
-        try:
-            return super().__getattr__(name)
-        except AttributeError:
-            return getattr(super().__getattr__("base"), name)
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Invariant ``(logits, value)``: group-averaged, or of the canonical copy (``method``)."""
