@@ -151,7 +151,23 @@ def summarise(game: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
         "goal_first_met_time_s": first and first["time_s"], "goal_first_met_env_steps": first and first["env_steps"],
         "held_after_first": bool(hits) and all(met(row) for row in rows[hits[0]:]),
         "final_met": bool(rows) and met(rows[-1]),
+        **late_means(rows),
     }
+
+
+def late_means(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each opponent's mean score over the checkpoints of the run's second half (by env steps).
+
+    One checkpoint's score against a searcher moves by 0.1 or more from one checkpoint to the
+    next (docs/STRENGTH.md), so settings are compared by this mean over many checkpoints
+    (``--checkpoint-every`` small), not by a final alone."""
+    if not rows:
+        return {"late_checkpoints": 0, "late_mean_scores": {}}
+    half = rows[-1]["env_steps"] / 2
+    late = [row for row in rows if row["env_steps"] >= half]
+    opponents = [key for key, value in late[0]["results"].items() if isinstance(value, dict) and "score" in value]
+    means = {key: round(sum(row["results"][key]["score"] for row in late) / len(late), 4) for key in opponents}
+    return {"late_checkpoints": len(late), "late_mean_scores": means}
 
 
 if __name__ == "__main__":
