@@ -119,6 +119,8 @@ def test_league_eval_argument_errors(argv, message):
         (["policies=[main@v9]"], "policies ['main@v9'] are not in the checkpoint"),
         (["tactics=true"], "tactics=true scores connect-four positions; this checkpoint's env is 'tictactoe'"),
         (["opening_plies=9"], "opening_plies=9: 100 openings drawn on 'tictactoe' all ended the game"),
+        (["policies=[meta_strategy]"], "meta_strategy is the mixture a league solves over its frozen players"),
+        (["opponents=[meta_strategy]"], "this run is env 'tictactoe', league.recipe 'selfplay'"),
     ],
 )
 def test_league_eval_refuses_bad_matches(checkpoint, capsys, extra, message):
@@ -212,6 +214,33 @@ def test_train_then_resume_from_the_command_line_without_ray(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "cannot resume" in err and "env 'tictactoe'" in err
     assert not (tmp_path / "third").exists()
+
+
+def test_league_eval_plays_the_meta_strategy_of_a_psro_run(tmp_path, capsys):
+    # A few PSRO iterations on kuhn poker in-process (a snapshot each), then the league's
+    # meta-strategy as league-eval's player: the mixture the run solved, over its snapshots.
+    run = tmp_path / "psro"
+    tiny = [a for a in TINY if a != "env=tictactoe"]
+    out = _cli(["env=kuhn_poker", "league=psro", *tiny, "sampler.remote=false", "stop.iterations=4", f"hydra.run.dir={run}"])
+    assert out.returncode == 0, out.stderr[-3000:]
+    solved = json.loads((run / "summary.json").read_text())["meta_strategy"]
+    assert len(solved) >= 2
+    result = _eval_json(run, tmp_path, "policies=[meta_strategy]", "opponents=[random,main@v0]", "episodes=40", "explore=true")
+    assert result["meta_strategy"] == pytest.approx(solved, abs=1e-6)
+    assert [(r["policy"], r["opponent"], r["wins"] + r["draws"] + r["losses"]) for r in result["results"]] == [
+        ("meta_strategy", "random", 40), ("meta_strategy", "main@v0", 40)]
+    assert "meta_strategy: main@v" in capsys.readouterr().out
+    # And as an opponent of the learning policy.
+    result = _eval_json(run, tmp_path, "opponents=[meta_strategy]", "episodes=10")
+    assert [(r["policy"], r["opponent"]) for r in result["results"]] == [("main", "meta_strategy")]
+
+    # Before the first snapshot there is nothing to mix.
+    early = tmp_path / "early"
+    out = _cli(["env=kuhn_poker", "league=psro", *tiny, "sampler.remote=false", "league.snapshot_steps=100000",
+                "stop.iterations=1", f"hydra.run.dir={early}"])
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert eval_main([f"checkpoint={early}", "policies=[meta_strategy]", "episodes=2"]) == 2
+    assert "league holds no frozen player yet" in capsys.readouterr().err
 
 
 _SWEEP = textwrap.dedent(

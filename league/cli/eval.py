@@ -12,6 +12,10 @@ Arguments are ``key=value`` pairs (lists in brackets, as in Hydra overrides):
   ``depth``); ``minimax`` (tic-tac-toe); or any policy id stored in the checkpoint (a
   snapshot such as ``main@v3``, another learning policy);
 - ``policies`` (default: the checkpoint's learning policies): who plays the opponents;
+- ``meta_strategy``, as a policy or an opponent: the league's meta-strategy, the mixture of
+  its frozen players that a league with an exact meta-game solves (PSRO and the other
+  coordinated recipes on kuhn_poker / leduc_poker; ``league.meta_strategy``), played as one
+  behaviour strategy (:mod:`league.cli.eval_meta`); its weights are printed and saved;
 - ``episodes`` per pair (100), ``explore`` (false: every policy acts greedily, scripted
   players break ties by lowest action; true: policies sample, scripted players break
   ties at random), ``scripted_random_ties`` (false; true: scripted players break ties at
@@ -47,9 +51,11 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from league.cli.eval_meta import META_STRATEGY, meta_strategy_player
 from league.population.scripted import ConnectFourNegamaxPolicy, scripted_factory
 
 if TYPE_CHECKING:
+    from league.learn.algorithm import Algorithm
     from league.policy import PolicyFactory
 
 __all__ = ["EvalArgs", "PairResult", "algorithm_params", "parse_args", "evaluate_checkpoint", "main"]
@@ -174,18 +180,26 @@ def evaluate_checkpoint(
         raise ValueError(f"tactics=true scores connect-four positions; this checkpoint's env is {env_cfg['name']!r}")
     learning = list(ckpt.league.get("learning") or [])
     players = list(policies) if policies else learning
-    unknown = [p for p in players if p not in ckpt.policies]
+    unknown = [p for p in players if p not in ckpt.policies and p != META_STRATEGY]
     if unknown:
-        raise ValueError(f"policies {unknown} are not in the checkpoint; it holds {sorted(ckpt.policies)}")
+        raise ValueError(f"policies {unknown} are not in the checkpoint; it holds {sorted(ckpt.policies)} (or name {META_STRATEGY})")
+
+    def algorithm(pid: str) -> Algorithm:
+        name, params = algorithm_params(ckpt.config, pid)
+        return make_algorithm(name, spec, params)
+
     factories: dict[str, PolicyFactory] = {}
+    mixture: dict[str, float] | None = None
     for pid in dict.fromkeys([*players, *opponents]):
         if pid in ckpt.policies:
-            name, params = algorithm_params(ckpt.config, pid)
-            factories[pid] = make_algorithm(name, spec, params)
+            factories[pid] = algorithm(pid)
+        elif pid == META_STRATEGY:
+            factories[pid], mixture = meta_strategy_player(ckpt, {lid: algorithm(lid) for lid in learning})
         elif pid in ("random", "negamax", "minimax"):
             factories[pid] = scripted_factory(pid, spec, depth, scripted_random_ties)
         else:
-            raise ValueError(f"unknown opponent '{pid}'; known: random, negamax, minimax, or a policy in the checkpoint {sorted(ckpt.policies)}")
+            raise ValueError(f"unknown opponent '{pid}'; known: random, negamax, minimax, {META_STRATEGY}, or a policy in the "
+                             f"checkpoint {sorted(ckpt.policies)}")
     for pid in players:
         if pid in opponents:
             raise ValueError(f"policy '{pid}' cannot be its own opponent")
@@ -208,6 +222,8 @@ def evaluate_checkpoint(
         "checkpoint": str(ckpt.path), "iteration": ckpt.iteration, "env_steps": ckpt.env_steps, "env": env_cfg["name"], "seats": order,
         "turn_based": turn_based,
     }
+    if mixture is not None:
+        info["meta_strategy"] = mixture
     if tactics:
         info["tactics"] = eval_games.tactics(factories, weights, players, seed)
     return results, elo, info
@@ -254,6 +270,9 @@ def _print(
     for pid, value in elo.items():
         ratings.add_row(pid, f"{value:.1f}")
     console.print(ratings)
+    if "meta_strategy" in info:
+        weights = ", ".join(f"{pid} {w:.3f}" for pid, w in info["meta_strategy"].items() if w > 0)
+        console.print(f"{META_STRATEGY}: {weights}", soft_wrap=True, highlight=False, markup=False)
     if "tactics" in info:
         tactics = Table(title="Connect-four tactics (greedy)", caption="positions from random play")
         for column in ("policy", "immediate wins", "blocks"):

@@ -138,13 +138,23 @@ class ExactMetaGame:
 
     def meta_strategy_exploitability(self, frozen: Mapping[str, tuple[PolicyFactory, Weights | None]], payoff: PayoffTable) -> float:
         """Exploitability of :meth:`meta_strategy` played as one behaviour strategy."""
-        from league.population.exploitability import mixture_exploitability
+        from league.population.exploitability import exploitability
 
         if self._solver is not None:
             return self._least_exploitable(frozen)[1]
-        mixture = {pid: w for pid, w in self.meta_strategy(frozen, payoff).items() if w > 1e-9}
+        return float(exploitability(self.game, self.meta_strategy_policy(frozen, payoff)[1]))
+
+    def meta_strategy_policy(
+        self, frozen: Mapping[str, tuple[PolicyFactory, Weights | None]], payoff: PayoffTable
+    ) -> tuple[dict[str, float], Any]:
+        """:meth:`meta_strategy`'s weights and the mixture as one behaviour strategy (an
+        OpenSpiel ``TabularPolicy``: :func:`~league.population.exploitability.mixture_policy`)."""
+        from league.population.exploitability import mixture_policy
+
+        weights = self.meta_strategy(frozen, payoff)
+        mixture = {pid: w for pid, w in weights.items() if w > 1e-9}
         tables = [self.table(pid, frozen[pid]) for pid in mixture]
-        return float(mixture_exploitability(self.game, tables, list(mixture.values())))
+        return weights, mixture_policy(self.game, tables, list(mixture.values()))
 
     def _least_exploitable(self, frozen: Mapping[str, tuple[PolicyFactory, Weights | None]]) -> tuple[dict[str, float], float]:
         """The solver's mixture of the frozen players and its exploitability (solved again only when they change)."""
