@@ -13,7 +13,7 @@ import pytest
 
 from league import _core
 from league.algos.board_search import column_bits, connect_four_bitboards
-from league.population.scripted import _C4_BIT_VALUES, _C4_ROWS, _C4_STRIDE, ConnectFourNegamaxPolicy, _bits
+from league.population.scripted import _C4_ROWS, _C4_STRIDE, ConnectFourNegamaxPolicy
 from league.population.scripted import _c4_drop_bit as _drop
 from league.population.scripted import _c4_has_four as _four
 
@@ -110,7 +110,7 @@ def test_core_scores_equal_the_reference_search(depth):
     step = 1 if depth < 4 else 5
     for m in (mask, partial):
         scores = policy._score_batch(obs[::step], m[::step])
-        mine, theirs = _bits(obs[::step, ..., 0], _C4_BIT_VALUES), _bits(obs[::step, ..., 1], _C4_BIT_VALUES)
+        mine, theirs = connect_four_bitboards(obs[::step])
         for row in range(len(scores)):
             legal = [int(a) for a in np.flatnonzero(m[::step][row])]
             expected = reference_scores(int(mine[row]), int(theirs[row]), legal, depth)
