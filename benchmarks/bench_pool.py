@@ -27,7 +27,7 @@ import torch
 from league.algos import make_algorithm
 from league.cli.train import composed_values
 from league.envs.base import AgentSpec
-from league.policy import RandomPolicyFactory
+from league.population.scripted import scripted_factory
 from league.sampling import OpponentSampling, Sampler
 
 
@@ -37,11 +37,13 @@ def fragment_ms(cfg: dict, pool: int, draws: int, fragments: int) -> float:
     algo = make_algorithm(cfg["algo"]["name"], spec, cfg["algo"]["params"])
     snapshots = [f"main@v{i}" for i in range(pool)]
     league = cfg["league"]
-    share = (1.0 - league["self_play_prob"] - league["fixed_opponents"]["random"]) / pool
-    opponents = {"main": league["self_play_prob"], "random": league["fixed_opponents"]["random"], **dict.fromkeys(snapshots, share)}
+    fixed = dict(league["fixed_opponents"])  # the league's scripted members and their shares, whichever they are
+    share = (1.0 - league["self_play_prob"] - sum(fixed.values())) / pool
+    opponents = {"main": league["self_play_prob"], **fixed, **dict.fromkeys(snapshots, share)}
+    scripted = {pid: scripted_factory(pid, spec, league["negamax_depth"]) for pid in fixed}
     sampler = Sampler(
-        cfg["env"]["name"], cfg["env"]["kwargs"], policies={"main": algo, "random": RandomPolicyFactory(), **dict.fromkeys(snapshots, algo)},
-        frozen=("random", *snapshots), matchups=OpponentSampling("main", opponents), num_envs=cfg["sampler"]["num_envs"],
+        cfg["env"]["name"], cfg["env"]["kwargs"], policies={"main": algo, **scripted, **dict.fromkeys(snapshots, algo)},
+        frozen=(*fixed, *snapshots), matchups=OpponentSampling("main", opponents), num_envs=cfg["sampler"]["num_envs"],
         fragment_length=cfg["sampler"]["fragment_length"], seed=0, env_backend=cfg["env"]["backend"],
         opening_plies=cfg["env"]["opening_plies"], matchup_draws=draws,
     )  # fmt: skip
