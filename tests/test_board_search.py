@@ -9,7 +9,7 @@ import torch
 
 from league.algos import make_algorithm
 from league.algos.board_search import (
-    BOARD_GAMES,
+    BOARD_RULES,
     THREAT_PLANES,
     best_exact_moves,
     board_rules,
@@ -52,7 +52,7 @@ def _play(own: np.ndarray, occupied: np.ndarray, action: int, gravity: bool) -> 
 
 
 def _brute_force(obs: np.ndarray, mask: np.ndarray, game: str) -> np.ndarray:
-    rules = BOARD_GAMES[game]
+    rules = BOARD_RULES[game]
     mine, theirs = obs[..., 0] > 0.5, obs[..., 1] > 0.5
     legal = mask > 0
     wins, loses = np.zeros_like(legal), np.zeros_like(legal)
@@ -70,7 +70,7 @@ def _brute_force(obs: np.ndarray, mask: np.ndarray, game: str) -> np.ndarray:
 @pytest.mark.parametrize("game, games", [("connect_four", 25), ("tictactoe", 60)])
 def test_the_search_agrees_with_brute_force_on_every_position(game, games):
     obs, masks = random_play_positions(game, games, seed=1)
-    got = search_approved(torch.from_numpy(obs), torch.from_numpy(masks), BOARD_GAMES[game]).numpy()
+    got = search_approved(torch.from_numpy(obs), torch.from_numpy(masks), BOARD_RULES[game]).numpy()
     expected = np.stack([_brute_force(o, m, game) for o, m in zip(obs, masks)])
     assert (got == expected).all(), np.flatnonzero((got != expected).any(1))[:5]
     pruned = (expected != (masks > 0)).any(1)
@@ -143,15 +143,15 @@ def _connect_four(mine_cells: list[tuple[int, int]], theirs_cells: list[tuple[in
 def test_the_exact_search_at_depth_two_is_the_two_ply_reading():
     obs, masks = random_play_positions("connect_four", 60, seed=4)
     obs, masks = torch.from_numpy(obs), torch.from_numpy(masks)
-    two_ply = search_approved(obs, masks, BOARD_GAMES["connect_four"])
+    two_ply = search_approved(obs, masks, BOARD_RULES["connect_four"])
     assert (exact_search_approved(obs, masks, 2) == two_ply).all()
-    deeper = search_approved(obs, masks, BOARD_GAMES["connect_four"], depth=4)
+    deeper = search_approved(obs, masks, BOARD_RULES["connect_four"], depth=4)
     assert (deeper & ~(masks > 0)).sum() == 0 and deeper.any(1).all()
     assert (deeper != two_ply).any(1).float().mean() > 0.03  # four plies see what two do not
 
 
 def test_deeper_search_makes_double_threats_and_refuses_to_allow_them():
-    rules = BOARD_GAMES["connect_four"]
+    rules = BOARD_RULES["connect_four"]
     # The mover holds the bottom row's columns 2 and 3 (the opponent's two pieces sit on top):
     # column 1 or 4 makes three in a row open at both ends, a win in three plies.
     obs, mask = _connect_four([(5, 2), (5, 3)], [(4, 2), (4, 3)])
@@ -210,7 +210,7 @@ def _brute_planes(obs: np.ndarray, game: str) -> np.ndarray:
     """Threat planes by definition: for each empty cell, whether a move fills it now, whether a
     piece there completes a line of either side, and whether a side's move there, not winning
     at once, leaves it two immediate wins (or one with another winning cell right above it)."""
-    rules = BOARD_GAMES[game]
+    rules = BOARD_RULES[game]
     mine, theirs = obs[..., 0] > 0.5, obs[..., 1] > 0.5
 
     def playable(occupied: np.ndarray, r: int, c: int) -> bool:
@@ -247,7 +247,7 @@ def _brute_planes(obs: np.ndarray, game: str) -> np.ndarray:
 @pytest.mark.parametrize("game, games", [("connect_four", 12), ("tictactoe", 40)])
 def test_threat_planes_read_the_board_exactly(game, games):
     obs, _ = random_play_positions(game, games, seed=5)
-    rules = BOARD_GAMES[game]
+    rules = BOARD_RULES[game]
     planes = threat_planes(torch.from_numpy(obs), rules)  # the C++ core's reading
     assert torch.equal(planes, threat_planes_torch(torch.from_numpy(obs), rules))
     expected = np.stack([_brute_planes(o, game) for o in obs])

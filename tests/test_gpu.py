@@ -123,14 +123,14 @@ def test_the_default_jobs_planes_and_search_on_cuda_match_cpu(monkeypatch, endga
     import torch.backends.cuda
 
     from league.algos import make_algorithm
-    from league.algos.board_search import BOARD_GAMES, threat_planes
+    from league.algos.board_search import BOARD_RULES, threat_planes
     from league.cli.train import composed_values
 
     monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
     monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)
     batch = _board_batch(600, seed=3)
     obs = torch.from_numpy(batch[C.OBS])
-    rules = BOARD_GAMES["connect_four"]
+    rules = BOARD_RULES["connect_four"]
     assert torch.equal(threat_planes(obs.cuda(), rules).cpu(), threat_planes(obs, rules))
     params = composed_values()["algo"]["params"]
     assert params["model_kwargs"]["threat_planes"] == "connect_four" and params["search_depth"] == 4

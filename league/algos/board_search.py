@@ -39,7 +39,7 @@ from league import _core
 
 __all__ = [
     "BoardRules",
-    "BOARD_GAMES",
+    "BOARD_RULES",
     "CONNECT_FOUR_CELL_BITS",
     "board_rules",
     "check_search_game",
@@ -71,8 +71,9 @@ class BoardRules:
         return self.cols if self.gravity else self.rows * self.cols
 
 
-#: The games the search reads, by the name ``algo.params.search_game`` takes.
-BOARD_GAMES = {
+#: The rules of the games the search and the threat planes read, by the name ``algo.params.search_game``
+#: takes (the C++ games themselves: :data:`league.envs.boards.BOARD_GAMES`).
+BOARD_RULES = {
     "connect_four": BoardRules(rows=6, cols=7, k=4, gravity=True),
     "tictactoe": BoardRules(rows=3, cols=3, k=3, gravity=False),
 }
@@ -89,8 +90,8 @@ def check_search_game(game: str | None, depth: int = 2, endgame: int = 0, endgam
     searches that game to, and ``endgame`` (empty cells solved to the end) and
     ``endgame_values`` (the same, for GAE's values) ones it solves (ValueError naming the
     known ones)."""
-    if game is not None and game not in BOARD_GAMES:
-        raise ValueError(f"search_game must be one of {sorted(BOARD_GAMES)} or null (no search), got {game!r}")
+    if game is not None and game not in BOARD_RULES:
+        raise ValueError(f"search_game must be one of {sorted(BOARD_RULES)} or null (no search), got {game!r}")
     if isinstance(depth, bool) or not isinstance(depth, int) or depth < 2:
         raise ValueError(f"search_depth must be an int >= 2 (plies), got {depth!r}")
     if depth > 2 and game is not None and game != "connect_four":
@@ -115,9 +116,9 @@ def board_rules(game: str, obs_shape: Sequence[int], num_actions: int,
             (e.g. the search named for an env it does not fit); the message names
             ``setting``, the config key that asked for ``game``.
     """
-    if game not in BOARD_GAMES:
-        raise ValueError(f"{setting} must be one of {sorted(BOARD_GAMES)} or null, got {game!r}")
-    rules = BOARD_GAMES[game]
+    if game not in BOARD_RULES:
+        raise ValueError(f"{setting} must be one of {sorted(BOARD_RULES)} or null, got {game!r}")
+    rules = BOARD_RULES[game]
     if tuple(obs_shape) != (rules.rows, rules.cols, 2) or num_actions != rules.num_actions:
         key = setting.rsplit(".", 1)[-1]
         raise ValueError(

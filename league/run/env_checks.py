@@ -167,10 +167,10 @@ def check_search_game(cfg: RunConfig, specs: Iterable[Any]) -> None:
     Connect four's algorithm file picks it, and ``env.name=<another env>`` inherits it; there
     it is dropped with a warning naming the env and why, as the symmetry is. An unknown
     game name stays an error (the algorithm's config refuses it by name)."""
-    from league.algos.board_search import BOARD_GAMES, board_rules
+    from league.algos.board_search import BOARD_RULES, board_rules
 
     game = cfg.algo.params.get("search_game")
-    if isinstance(game, str) and game in BOARD_GAMES and _unfit(cfg, f"algo.params.search_game={game}", specs,
+    if isinstance(game, str) and game in BOARD_RULES and _unfit(cfg, f"algo.params.search_game={game}", specs,
                                       lambda spec: board_rules(game, spec.obs_shape, spec.num_actions)):
         cfg.algo.params["search_game"] = None
 
@@ -178,11 +178,11 @@ def check_search_game(cfg: RunConfig, specs: Iterable[Any]) -> None:
 def check_threat_planes(cfg: RunConfig, specs: Iterable[Any]) -> None:
     """Keep ``algo.params.model_kwargs.threat_planes`` only where every spec in ``specs`` is that
     game's board; dropped with a warning elsewhere, as the search and the symmetry are."""
-    from league.algos.board_search import BOARD_GAMES, board_rules
+    from league.algos.board_search import BOARD_RULES, board_rules
 
     kwargs = cfg.algo.params.get("model_kwargs") or {}
     game = kwargs.get("threat_planes") if isinstance(kwargs, Mapping) else None
     setting = "algo.params.model_kwargs.threat_planes"
-    if isinstance(game, str) and game in BOARD_GAMES and _unfit(cfg, f"{setting}={game}", specs,
+    if isinstance(game, str) and game in BOARD_RULES and _unfit(cfg, f"{setting}={game}", specs,
                                       lambda spec: board_rules(game, spec.obs_shape, spec.num_actions, setting)):
         cfg.algo.params["model_kwargs"] = {k: v for k, v in kwargs.items() if k != "threat_planes"}
