@@ -14,7 +14,10 @@ project's scripted players on the raw PettingZoo env (``env.backend`` plays no p
 
 One JSON object per measurement (``figure: strength``: time, env steps, wins/draws/losses
 per opponent and seat) and per baseline (``figure: baseline``: uniform random play against
-the same opponents, measured in the same run), then ``figure: summary``.
+the same opponents, measured in the same run), then ``figure: summary`` (when the goal was
+first met, whether it held, and each opponent's mean score over the second half's
+checkpoints: one checkpoint moves by 0.1 or more from the next, so compare settings by that
+mean with a small ``--checkpoint-every``).
 
     python benchmarks/bench_strength.py --game tictactoe --time-s 300
     python benchmarks/bench_strength.py --game connect_four --time-s 600

@@ -125,7 +125,7 @@ class MoveRecorder:
 
 
 class ValueLookahead:
-    """Greedy on a short search of the policy's own value: a winning move scores 1; at one ply
+    """Greedy on a short search of the policy's own value: a winning move is always taken; at one ply
     any other move scores minus the value of the opponent's position after it; at two plies
     the least, over the opponent's replies, of -1 for a reply that wins and else the value of
     the mover's position after it. A full board is a draw (0). ``policy_weight`` > 0 adds that
@@ -164,10 +164,12 @@ class ValueLookahead:
         q = np.where(full, 0.0, q)
         q = np.where(wins, np.inf, q)  # a win is taken whatever the prior says
         if self.policy_weight:
+            from league.algos.distributions import masked_log_probs
+
             with torch.inference_mode():
                 logits, _ = self.policy.model(torch.from_numpy(obs))
-            logits = np.where(action_mask > 0, logits.numpy(), -np.inf)
-            q = q + self.policy_weight * (logits - np.logaddexp.reduce(logits, axis=1, keepdims=True))
+                log_probs = masked_log_probs(logits, torch.from_numpy(np.asarray(action_mask)) > 0).numpy()
+            q = q + self.policy_weight * log_probs
         return {"actions": np.where(action_mask > 0, q, -np.inf).argmax(1)}
 
 

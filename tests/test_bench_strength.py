@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import importlib.util
-import sys
 from pathlib import Path
 
 _DIR = Path(__file__).resolve().parents[1] / "benchmarks"
 _spec = importlib.util.spec_from_file_location("bench_strength", _DIR / "bench_strength.py")
 bench = importlib.util.module_from_spec(_spec)
-sys.path.insert(0, str(_DIR))
 _spec.loader.exec_module(bench)
 
 

@@ -216,12 +216,15 @@ def test_train_then_resume_from_the_command_line_without_ray(tmp_path, capsys):
     assert not (tmp_path / "third").exists()
 
 
-def test_league_eval_plays_the_meta_strategy_of_a_psro_run(tmp_path, capsys):
-    # A few PSRO iterations on kuhn poker in-process (a snapshot each), then the league's
-    # meta-strategy as league-eval's player: the mixture the run solved, over its snapshots.
-    run = tmp_path / "psro"
-    tiny = [a for a in TINY if a != "env=tictactoe"]
-    out = _cli(["env=kuhn_poker", "league=psro", *tiny, "sampler.remote=false", "stop.iterations=4", f"hydra.run.dir={run}"])
+_KUHN_TINY = ["env=kuhn_poker", *[a for a in TINY if a != "env=tictactoe"], "sampler.remote=false"]
+
+
+@pytest.mark.parametrize("recipe", ["psro", "alphastar"])  # alphastar: three learning policies' snapshots
+def test_league_eval_plays_the_meta_strategy_of_a_league_run(recipe, tmp_path, capsys):
+    # A few iterations on kuhn poker in-process (snapshots each), then the league's
+    # meta-strategy as league-eval's player: the mixture the run solved, over its frozen players.
+    run = tmp_path / recipe
+    out = _cli([f"league={recipe}", *_KUHN_TINY, "stop.iterations=4", f"hydra.run.dir={run}"])
     assert out.returncode == 0, out.stderr[-3000:]
     solved = json.loads((run / "summary.json").read_text())["meta_strategy"]
     assert len(solved) >= 2
@@ -229,15 +232,15 @@ def test_league_eval_plays_the_meta_strategy_of_a_psro_run(tmp_path, capsys):
     assert result["meta_strategy"] == pytest.approx(solved, abs=1e-6)
     assert [(r["policy"], r["opponent"], r["wins"] + r["draws"] + r["losses"]) for r in result["results"]] == [
         ("meta_strategy", "random", 40), ("meta_strategy", "main@v0", 40)]
-    assert "meta_strategy: main@v" in capsys.readouterr().out
+    assert "meta_strategy: main" in capsys.readouterr().out
     # And as an opponent of the learning policy.
-    result = _eval_json(run, tmp_path, "opponents=[meta_strategy]", "episodes=10")
+    result = _eval_json(run, tmp_path, "policies=[main]", "opponents=[meta_strategy]", "episodes=10")
     assert [(r["policy"], r["opponent"]) for r in result["results"]] == [("main", "meta_strategy")]
 
-    # Before the first snapshot there is nothing to mix.
+
+def test_league_eval_has_no_meta_strategy_before_the_first_snapshot(tmp_path, capsys):
     early = tmp_path / "early"
-    out = _cli(["env=kuhn_poker", "league=psro", *tiny, "sampler.remote=false", "league.snapshot_steps=100000",
-                "stop.iterations=1", f"hydra.run.dir={early}"])
+    out = _cli(["league=psro", *_KUHN_TINY, "league.snapshot_steps=100000", "stop.iterations=1", f"hydra.run.dir={early}"])
     assert out.returncode == 0, out.stderr[-3000:]
     assert eval_main([f"checkpoint={early}", "policies=[meta_strategy]", "episodes=2"]) == 2
     assert "league holds no frozen player yet" in capsys.readouterr().err

@@ -318,7 +318,6 @@ def exact_search_approved(obs: torch.Tensor, action_mask: torch.Tensor, depth: i
     ``endgame``: positions with at most that many empty cells are searched to the end of the
     game instead, so there the approved moves are the game's exact best (a draw scores 0).
     """
-
     mask = action_mask.detach().cpu().numpy() > 0
     obs_np = obs.detach().cpu().numpy()
     mine, theirs = connect_four_bitboards(obs_np)
@@ -346,7 +345,6 @@ def connect_four_endgame_values(obs: np.ndarray, action_mask: np.ndarray, max_em
     move, as the env pays it; a draw is worth 0. ``obs`` ``[B, 6, 7, 2]`` (plane 0 the
     mover's pieces), ``action_mask`` ``[B, 7]``.
     """
-
     obs = np.asarray(obs)
     legal = np.asarray(action_mask) > 0
     solved = (connect_four_empty_cells(obs) <= max_empty) & legal.any(1)

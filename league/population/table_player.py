@@ -39,8 +39,6 @@ class TablePolicy(Policy):
     probable action (the lowest on ties), as greedy league policies do.
     """
 
-    learns = False
-
     def __init__(self, rows: Mapping[bytes, np.ndarray], seed: int | None = None) -> None:
         self._rows = rows
         self._rng = np.random.default_rng(seed)
