@@ -18,6 +18,10 @@ mover's pieces, plane 1 the opponent's; row 5 the bottom). Prints one JSON objec
   depths 2 and 3 from varied openings and on the tactics yardstick. If a lookahead is no
   stronger, the value knows no more than the policy, and distilling such a search into the
   policy would not teach it anything;
+* ``endgame_oracle``: the policy as it is until at most N empty cells are left, the game's exact
+  best moves from there on (:class:`EndgameOracle`; N = 16, 20, 24), against negamax depths 2
+  and 3 from the same openings: what the best endgame play could add, so how many games are
+  already lost (or drawn) when N cells are left, in the middle game;
 * ``losing_moves``: the policy's own moves in those games against negamax, read by the C++
   core's exact search (wins and losses only) at horizons of 2, 4, 6, 8 and 10 plies: how
   many moves first show as losing by force at each horizon while another move did not
@@ -173,6 +177,31 @@ class ValueLookahead:
         return {"actions": np.where(action_mask > 0, q, -np.inf).argmax(1)}
 
 
+class EndgameOracle:
+    """The policy's greedy move until at most ``empty_cells`` cells are empty, then the policy's most
+    likely move among the game's exact best ones (solved to the end by the C++ core:
+    :func:`league.algos.board_search.connect_four_endgame_moves`)."""
+
+    learns = False
+
+    def __init__(self, policy: Any, empty_cells: int) -> None:
+        self.policy, self.empty_cells = policy, empty_cells
+
+    def compute_actions(self, obs: np.ndarray, action_mask: np.ndarray, explore: bool = False) -> dict[str, np.ndarray]:
+        """The column played per row (``explore`` is ignored)."""
+        from league.algos.board_search import connect_four_endgame_moves
+
+        obs = np.asarray(obs, dtype=np.float32)
+        probs = self.policy.action_probabilities(obs, action_mask)
+        solved, best, _ = connect_four_endgame_moves(obs, action_mask, self.empty_cells)
+        probs[solved] = np.where(best, probs[solved] + 1.0, 0.0)  # a best move, the policy's first among them
+        return {"actions": np.where(np.asarray(action_mask) > 0, probs, -1.0).argmax(1)}
+
+
+#: Empty cells from which :class:`EndgameOracle` plays perfectly, in the ``endgame_oracle`` figure.
+ORACLE_EMPTY_CELLS = (16, 20, 24)
+
+
 def quantiles(x: np.ndarray) -> dict[str, float]:
     """Mean and the 10/25/50/75/90% quantiles, rounded."""
     qs = np.quantile(x, [0.1, 0.25, 0.5, 0.75, 0.9]) if len(x) else [float("nan")] * 5
@@ -235,6 +264,13 @@ def diagnose(policy: Any, spec: Any, games: int, openings: int, seed: int) -> li
                 matches[depth] = match
         tactics = connect_four_tactics(player, positions=500, seed=seed).as_dict()
         row.update(wins_taken=tactics["immediate_win_rate"], blocks=tactics["block_rate"])
+        figures.append(row)
+    for cells in ORACLE_EMPTY_CELLS:
+        row = {"figure": "endgame_oracle", "empty_cells": cells}
+        for depth in (2, 3):
+            opponent = scripted_factory("negamax", spec, depth=depth, random_ties=True).make_policy(seed=seed)
+            match = play_matches("connect_four", EndgameOracle(policy, cells), opponent, openings=openings, opening_plies=2, seed=seed)
+            row[f"negamax{depth}"] = match.as_dict()["score"]
         figures.append(row)
     for depth, recorder in recorders.items():
         figures.append({"figure": "losing_moves", "opponent": f"negamax{depth}", **losing_moves(*recorder.arrays())})

@@ -151,3 +151,24 @@ def test_games_by_seat_splits_outcomes_and_their_lengths_per_seat():
     assert first["loss"]["games"] == 2 and first["loss"]["plies"]["mean"] == 35.0
     assert first["win"]["plies"]["q50"] == 12.0 and first["draw"] == {"games": 0, "plies": None}
     assert second["draw"]["plies"]["mean"] == 42.0 and second["win"]["games"] == second["loss"]["games"] == 0
+
+
+def test_the_endgame_oracle_plays_best_moves_late_and_the_policy_before():
+    from league.algos.board_search import connect_four_endgame_moves
+    from league.envs.boards import BoardBatchedEnv
+
+    class PreferredColumn:  # the policy's probabilities: column 6 first, then 5, ..., where legal
+        def action_probabilities(self, obs, mask):
+            p = (mask > 0) * np.exp(np.arange(7, dtype=np.float64))
+            return p / p.sum(1, keepdims=True)
+
+    batch = BoardBatchedEnv("connect_four", 256, seed=2, opening_plies=40, opening_search_depth=2).reset()
+    obs, masks = batch.obs.copy(), batch.masks.copy()
+    actions = diagnose.EndgameOracle(PreferredColumn(), 10).compute_actions(obs, masks)["actions"]
+    solved, best, _ = connect_four_endgame_moves(obs, masks, 10)
+    assert 20 <= solved.sum() < len(obs) - 20
+    # late: the policy's first choice among the best moves (the highest best column)
+    assert actions[solved].tolist() == [int(np.flatnonzero(row).max()) for row in best]
+    assert (best.sum(1) < masks[solved].sum(1)).any()  # some late positions have moves that are not best
+    # before: the policy's own greedy move
+    assert actions[~solved].tolist() == [int(np.flatnonzero(m).max()) for m in masks[~solved]]

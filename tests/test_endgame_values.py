@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from league.algos import make_algorithm
-from league.algos.board_search import connect_four_endgame_values
+from league.algos.board_search import connect_four_endgame_moves, connect_four_endgame_values
 from league.algos.postprocessing import cut_at_solved
 from league.batch import Columns as C
 from league.batch import SampleBatch
@@ -41,7 +41,17 @@ def test_solved_rows_get_their_exact_values_and_end_the_returns_before_them():
 def _solve(mine: frozenset, theirs: frozenset) -> tuple[int, int]:
     """The mover's result under perfect play (1, 0, -1) and the plies to the end: a reference
     written from the rules alone (quickest win, slowest loss)."""
-    best: tuple[int, int] | None = None
+    return max(_move_outcomes(mine, theirs).values(), key=_preference)
+
+
+def _preference(outcome: tuple[int, int]) -> tuple[int, int]:
+    """Higher result first; then a quicker win, a slower loss."""
+    return outcome[0], -outcome[0] * outcome[1]
+
+
+def _move_outcomes(mine: frozenset, theirs: frozenset) -> dict[int, tuple[int, int]]:
+    """Each legal column's (result, plies to the end) under perfect play after it."""
+    outcomes = {}
     for col in range(7):
         height = sum((r, col) in mine or (r, col) in theirs for r in range(6))
         if height == 6:
@@ -49,17 +59,14 @@ def _solve(mine: frozenset, theirs: frozenset) -> tuple[int, int]:
         cell = (5 - height, col)
         after = mine | {cell}
         if _four(after, cell):
-            outcome = (1, 1)
+            outcomes[col] = (1, 1)
         elif len(after) + len(theirs) == 42:
-            outcome = (0, 1)
+            outcomes[col] = (0, 1)
         else:
             result, plies = _solve(theirs, frozenset(after))
-            outcome = (-result, plies + 1)
-        # higher result first; a quicker win, a slower loss
-        if best is None or (outcome[0], -outcome[0] * outcome[1]) > (best[0], -best[0] * best[1]):
-            best = outcome
-    assert best is not None
-    return best
+            outcomes[col] = (-result, plies + 1)
+    assert outcomes
+    return outcomes
 
 
 def _four(cells: frozenset, cell: tuple[int, int]) -> bool:
@@ -94,6 +101,24 @@ def test_endgame_values_are_the_games_exact_results_discounted():
         results.append(result)
         assert values[solved][len(results) - 1] == pytest.approx(result * GAMMA ** ((plies - 1) // 2), abs=1e-6)
     assert {-1, 0, 1} <= set(results)  # wins, draws and losses all read
+
+
+def test_endgame_moves_are_the_games_exact_best_moves():
+    obs, masks = _late_positions(1024, seed=5)
+    empty = 42 - (obs > 0.5).sum((1, 2, 3))
+    solved, best, scores = connect_four_endgame_moves(obs, masks, 8)
+    assert (solved == (empty <= 8)).all() and solved.sum() >= 30
+    assert best.shape == scores.shape == (solved.sum(), 7)
+    several = 0
+    for o, m, row in zip(obs[solved], masks[solved], best):
+        outcomes = _move_outcomes(frozenset(zip(*np.nonzero(o[..., 0] > 0.5))), frozenset(zip(*np.nonzero(o[..., 1] > 0.5))))
+        top = max(map(_preference, outcomes.values()))
+        assert set(np.flatnonzero(row).tolist()) == {c for c, out in outcomes.items() if _preference(out) == top}
+        assert set(outcomes) == set(np.flatnonzero(m).tolist())
+        several += row.sum() > 1
+    assert several >= 5  # positions with several best moves are read too
+    nothing = connect_four_endgame_moves(obs[~solved], masks[~solved], 8)
+    assert not nothing[0].any() and nothing[1].shape == (0, 7)
 
 
 def _game_rows(seed: int) -> SampleBatch:

@@ -46,6 +46,8 @@ __all__ = [
     "best_exact_moves",
     "column_bits",
     "connect_four_bitboards",
+    "connect_four_endgame_moves",
+    "connect_four_endgame_values",
     "exact_search_approved",
     "search_approved",
     "threat_cells",
@@ -334,26 +336,40 @@ def exact_search_approved(obs: torch.Tensor, action_mask: torch.Tensor, depth: i
     return torch.from_numpy(best_exact_moves(scores, mask)).to(action_mask.device)
 
 
+def connect_four_endgame_moves(obs: np.ndarray, action_mask: np.ndarray, max_empty: int,
+                               threads: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(solved, best, scores)``: which connect-four positions have at most ``max_empty`` empty
+    cells and a legal move (``bool[B]``), and for those rows (``solved``'s order) the game's exact
+    best moves under perfect play from both sides (``bool[S, 7]``) and their search scores
+    (``int64[S, 7]``, as ``connect_four_exact_scores`` gives them), solved to the end of the game
+    by the C++ core. ``obs`` ``[B, 6, 7, 2]`` (plane 0 the mover's pieces), ``action_mask`` ``[B, 7]``.
+    """
+    obs = np.asarray(obs)
+    legal = np.asarray(action_mask) > 0
+    solved = (connect_four_empty_cells(obs) <= max_empty) & legal.any(1)
+    scores = np.empty((int(solved.sum()), legal.shape[1]), dtype=np.int64)
+    if solved.any():
+        mine, theirs = connect_four_bitboards(obs[solved])
+        _core.connect_four_exact_scores(mine, theirs, column_bits(legal[solved]), max_empty, scores, threads=threads)
+    return solved, best_exact_moves(scores, legal[solved]), scores
+
+
 def connect_four_endgame_values(obs: np.ndarray, action_mask: np.ndarray, max_empty: int, gamma: float,
                                 threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """``(solved, values)``: which connect-four positions have at most ``max_empty`` empty
     cells (``bool[B]``), and there the mover's value under perfect play from both sides
-    (``float32[B]``, 0 elsewhere), solved to the end of the game by the C++ core's exact search.
+    (``float32[B]``, 0 elsewhere), solved to the end of the game by the C++ core's exact search
+    (:func:`connect_four_endgame_moves`).
 
     A forced win ``p`` plies away is worth ``gamma ** ((p - 1) // 2)`` and a forced loss
     minus that: the discounted return the mover's rows would see, one reward at its last
     move, as the env pays it; a draw is worth 0. ``obs`` ``[B, 6, 7, 2]`` (plane 0 the
     mover's pieces), ``action_mask`` ``[B, 7]``.
     """
-    obs = np.asarray(obs)
-    legal = np.asarray(action_mask) > 0
-    solved = (connect_four_empty_cells(obs) <= max_empty) & legal.any(1)
-    values = np.zeros(len(obs), dtype=np.float32)
+    solved, _, scores = connect_four_endgame_moves(obs, action_mask, max_empty, threads)
+    values = np.zeros(len(solved), dtype=np.float32)
     if solved.any():
-        mine, theirs = connect_four_bitboards(obs[solved])
-        scores = np.empty((int(solved.sum()), legal.shape[1]), dtype=np.int64)
-        _core.connect_four_exact_scores(mine, theirs, column_bits(legal[solved]), max_empty, scores, threads=threads)
-        best = best_exact_scores(scores, legal[solved])
+        best = best_exact_scores(scores, np.asarray(action_mask)[solved] > 0)
         # A decided score is +-(win + plies to spare of the search's max_empty): p plies to the end.
         plies = max_empty - (np.abs(best) - CONNECT_FOUR_WIN_SCORE)
         values[solved] = np.where(best == 0, 0.0, np.sign(best) * np.float64(gamma) ** ((plies - 1) // 2))
