@@ -225,18 +225,19 @@ class IMPALA(ActorCriticAlgorithm):
             out[rows] = values.float()
         return out
 
-    def loss(self, model: nn.Module, mb: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, float]]:
-        """Policy loss (:meth:`policy_loss`) + value loss towards vs - entropy bonus on one minibatch."""
+    def loss(self, model: nn.Module, mb: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """Policy loss (:meth:`policy_loss`) + value loss towards vs - entropy bonus on one minibatch;
+        the statistics are detached 0-dim tensors (read back once per update by ``minibatch_sgd``)."""
         cfg = self.config
         ent, logp, values = _forward(model, self.dist, mb)
         pg_loss, stats = self.policy_loss(logp, mb)
         vf_loss = 0.5 * value_error(values, mb[C.VALUE_TARGETS], mb).pow(2).mean()
         ent = ent.mean()
         loss = pg_loss + cfg.vf_coef * vf_loss - cfg.entropy_coef * ent
-        stats.update(total_loss=loss.item(), policy_loss=pg_loss.item(), vf_loss=vf_loss.item(), entropy=ent.item())
+        stats.update(total_loss=loss.detach(), policy_loss=pg_loss.detach(), vf_loss=vf_loss.detach(), entropy=ent.detach())
         return loss, stats
 
-    def policy_loss(self, logp: torch.Tensor, mb: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, float]]:
+    def policy_loss(self, logp: torch.Tensor, mb: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """IMPALA's V-trace policy gradient loss ``-mean(logp * pg_advantage)``."""
         return -(logp * mb[C.ADVANTAGES]).mean(), {}
 
@@ -260,7 +261,7 @@ class APPO(IMPALA):
     name = "appo"
     config_class: ClassVar[type] = APPOConfig
 
-    def policy_loss(self, logp: torch.Tensor, mb: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, float]]:
+    def policy_loss(self, logp: torch.Tensor, mb: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """``-mean(min(ratio * adv, clip(ratio, 1 -+ eps) * adv))``, ratio against ``learner_logp``."""
         clip = self.config.clip_param
         adv = mb[C.ADVANTAGES]
@@ -271,8 +272,8 @@ class APPO(IMPALA):
         loss = -torch.min(ratio * adv, ratio.clamp(1 - clip, 1 + clip) * adv).mean()
         with torch.no_grad():
             stats = {
-                "approx_kl": ((ratio - 1) - log_ratio).mean().item(),
-                "clip_frac": ((ratio - 1).abs() > clip).float().mean().item(),
+                "approx_kl": ((ratio - 1) - log_ratio).mean(),
+                "clip_frac": ((ratio - 1).abs() > clip).float().mean(),
             }
         return loss, stats
 

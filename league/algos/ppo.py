@@ -198,10 +198,11 @@ class PPO(GAEActorCritic):
             self.loss, state, t, len(batch), cfg.num_epochs, cfg.minibatch_size, cfg.max_grad_norm, "PPO"
         )
 
-    def loss(self, model: nn.Module, mb: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, float]]:
-        """Clipped surrogate + (clipped) value loss - entropy bonus on one minibatch."""
+    def loss(self, model: nn.Module, mb: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """Clipped surrogate + (clipped) value loss - entropy bonus on one minibatch; the statistics
+        are 0-dim tensors (read back once per update by :func:`~league.algos.sgd.minibatch_sgd`)."""
         loss, stats = ppo_loss_terms(self.config, model, mb, self.dist)
-        named = {name: float(v) for name, v in zip(PPO_STATS, stats.tolist())}
+        named = dict(zip(PPO_STATS, stats.unbind()))
         if self.search_rules is None:  # always 0 then: not a statistic of this run
             del named["search_loss"]
         return loss, named

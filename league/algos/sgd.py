@@ -4,6 +4,11 @@ Epochs of shuffled minibatches over tensors already on the device; each step: th
 algorithm's loss, backward, gradient-norm clipping, optimiser step. Statistics are
 averaged over steps; a non-finite loss raises ``FloatingPointError`` naming the algorithm.
 
+Nothing inside the loop waits for the device: the epochs' permutations are uploaded once,
+and the statistics (0-dim tensors, the gradient norm among them) are summed on the device
+and read back once per update. On a GPU, a ``.item()`` per step would stall the host until
+the step's kernels finish, and a small model's update is as long as its kernel launches.
+
 How a batch is cut (:func:`minibatch_bounds`): every step's loss is a mean over its
 minibatch, so each step moves the weights about as far whatever its size. A last
 minibatch of a handful of rows would be a full step driven by a few samples' noise; a
@@ -22,7 +27,9 @@ from league.learn.algorithm import PolicyState
 
 __all__ = ["minibatch_sgd", "minibatch_bounds", "check_minibatch_size", "check_max_policy_lag"]
 
-LossFn = Callable[[nn.Module, dict[str, torch.Tensor]], tuple[torch.Tensor, dict[str, float]]]
+#: An algorithm's loss on one minibatch: ``(loss, statistics)``, each statistic a 0-dim tensor
+#: (summed on the device) or a float.
+LossFn = Callable[[nn.Module, dict[str, torch.Tensor]], tuple[torch.Tensor, Mapping[str, "torch.Tensor | float"]]]
 
 
 def check_minibatch_size(algo: str, minibatch_size: int | None, train_batch_size: int) -> None:
@@ -74,25 +81,28 @@ def minibatch_sgd(
     model, optimizer, rng = state.model, state.optimizer, state.rng
     device = next(model.parameters()).device
     model.train()
-    sums: dict[str, float] = {}
+    sums: dict[str, torch.Tensor] = {}
     n_updates = 0
     bounds = minibatch_bounds(num_rows, minibatch_size)
+    orders = torch.from_numpy(np.array([rng.permutation(num_rows) for _ in range(num_epochs)], dtype=np.int64).reshape(num_epochs, num_rows)).to(device)
     try:
-        for _ in range(num_epochs):
-            order = torch.from_numpy(rng.permutation(num_rows)).to(device)
+        for epoch in range(num_epochs):
             for start, stop in bounds:
-                mb = {k: v[order[start:stop]] for k, v in tensors.items()}
+                mb = {k: v[orders[epoch, start:stop]] for k, v in tensors.items()}
                 loss, stats = loss_fn(model, mb)
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
-                stats["grad_norm"] = nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm).item()
+                grad_norm = nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
                 optimizer.step()
-                for k, v in stats.items():
-                    sums[k] = sums.get(k, 0.0) + v
+                for k, v in (*stats.items(), ("grad_norm", grad_norm)):
+                    v = v.detach().float() if isinstance(v, torch.Tensor) else torch.tensor(float(v), device=device)
+                    sums[k] = sums[k] + v if k in sums else v
                 n_updates += 1
     finally:
         model.eval()
-    out = {k: v / max(n_updates, 1) for k, v in sums.items()}
+    names = list(sums)
+    means = (torch.stack([sums[k] for k in names]) / max(n_updates, 1)).tolist() if names else []  # the one sync
+    out = dict(zip(names, means))
     out["num_sgd_updates"] = float(n_updates)
     if not np.isfinite(out.get("total_loss", 0.0)):
         raise FloatingPointError(f"{name} loss became non-finite: {out}")
