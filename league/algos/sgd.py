@@ -82,9 +82,11 @@ def minibatch_sgd(
     device = next(model.parameters()).device
     model.train()
     sums: dict[str, torch.Tensor] = {}
+    host_sums: dict[str, float] = {}
     n_updates = 0
     bounds = minibatch_bounds(num_rows, minibatch_size)
-    orders = torch.from_numpy(np.array([rng.permutation(num_rows) for _ in range(num_epochs)], dtype=np.int64).reshape(num_epochs, num_rows)).to(device)
+    permutations = [rng.permutation(num_rows) for _ in range(num_epochs)]  # drawn as one per epoch always was
+    orders = torch.from_numpy(np.array(permutations, dtype=np.int64).reshape(num_epochs, num_rows)).to(device)
     try:
         for epoch in range(num_epochs):
             for start, stop in bounds:
@@ -95,14 +97,17 @@ def minibatch_sgd(
                 grad_norm = nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
                 optimizer.step()
                 for k, v in (*stats.items(), ("grad_norm", grad_norm)):
-                    v = v.detach().float() if isinstance(v, torch.Tensor) else torch.tensor(float(v), device=device)
-                    sums[k] = sums[k] + v if k in sums else v
+                    if isinstance(v, torch.Tensor):  # summed where it lies: no copy, no wait
+                        v = v.detach().float()
+                        sums[k] = sums[k] + v if k in sums else v
+                    else:
+                        host_sums[k] = host_sums.get(k, 0.0) + float(v)
                 n_updates += 1
     finally:
         model.eval()
     names = list(sums)
-    means = (torch.stack([sums[k] for k in names]) / max(n_updates, 1)).tolist() if names else []  # the one sync
-    out = dict(zip(names, means))
+    totals = torch.stack([sums[k] for k in names]).tolist() if names else []  # the update's one sync
+    out = {k: v / max(n_updates, 1) for k, v in (*zip(names, totals), *host_sums.items())}
     out["num_sgd_updates"] = float(n_updates)
     if not np.isfinite(out.get("total_loss", 0.0)):
         raise FloatingPointError(f"{name} loss became non-finite: {out}")
