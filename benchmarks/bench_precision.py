@@ -10,8 +10,9 @@ with ``learner.num_threads`` threads, so the fp32 baseline shares the machine st
 As in a run, each round's batch has a different number of rows (``--rows`` plus 13 per
 round), so the last minibatch's shape changes from update to update; ``--fixed-rows``
 times the same batch every round instead. The difference matters on CPU: oneDNN builds
-its bfloat16 kernels per shape, so a new shape costs a kernel build (docs/STRENGTH.md has
-the figures). ``--device cuda`` times both precisions on the GPU instead (the learner
+its bfloat16 kernels per shape, so a new shape costs a kernel build
+(benchmarks/results/strength_history.md has the figures). ``--device cuda`` times both
+precisions on the GPU instead (the learner
 on ``cuda``, each update timed to its last kernel); it is refused by name where CUDA is
 absent. One JSON object::
 

@@ -23,7 +23,8 @@ key; their action maps are averaged, so its policy is symmetric as well:
 
 The network sees only canonical boards; each position and its transforms share one output,
 as under averaging, at ``1 / G`` of the network cost. On connect four's default job it learned
-less per sample than averaging (docs/STRENGTH.md), so the board files average.
+less per sample than averaging (benchmarks/results/strength_history.md), so the board
+files average.
 
 Groups, named by geometry (``model_kwargs.symmetry`` in an algorithm's params):
 

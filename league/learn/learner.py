@@ -71,7 +71,7 @@ class Learner:
     and losses in fp32); weights, gradients and optimiser state stay fp32, and inference
     elsewhere (samplers, evaluation) is unchanged. On this project's CPU (AMX) the default
     job's update was 1.2x faster alone (``benchmarks/bench_precision.py``) but slower inside
-    a run (docs/STRENGTH.md), so no config turns it on.
+    a run (benchmarks/results/strength_history.md), so no config turns it on.
     """
 
     def __init__(
