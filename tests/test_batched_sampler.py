@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import tests.test_sampler as pz_tests
-from league.algos.postprocessing import compute_gae
+from league.algos.postprocessing import compute_gae, segment_gae
 from league.batch import Columns as C
 from league.batch import MultiAgentBatch, SampleBatch
 from league.envs import make_env
@@ -17,7 +17,7 @@ from league.envs.batched import VectorizedEnv
 from league.envs.boards import BoardBatchedEnv
 from league.policy import RandomPolicyFactory
 from league.sampling import FixedMatchups, OpponentSampling, Sampler
-from league.sampling.batched_runner import BatchedRunner, segment_gae
+from league.sampling.batched_runner import BatchedRunner
 from league.sampling.versioning import VersionedPolicy
 
 _ORIGINAL_SAMPLER = pz_tests._sampler

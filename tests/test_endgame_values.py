@@ -9,12 +9,11 @@ import pytest
 
 from league.algos import make_algorithm
 from league.algos.board_search import connect_four_endgame_moves, connect_four_endgame_values
-from league.algos.postprocessing import cut_at_solved
+from league.algos.postprocessing import cut_at_solved, segment_gae
 from league.batch import Columns as C
 from league.batch import SampleBatch
 from league.envs import make_env
 from league.envs.boards import BoardBatchedEnv
-from league.sampling.batched_runner import segment_gae
 
 GAMMA = 0.9
 

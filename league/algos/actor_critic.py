@@ -23,12 +23,11 @@ from torch import nn
 from league.learn.algorithm import Algorithm, add_version_buffer
 from league.algos.distributions import SQUASHES, ActionDist, action_dist
 from league.algos.models import build_model, update_normalizers
-from league.algos.postprocessing import compute_gae, cut_at_solved
+from league.algos.postprocessing import compute_gae, cut_at_solved, segment_gae
 from league.algos.torch_policy import ActorCriticPolicy
 from league.batch import Columns as C
 from league.batch import SampleBatch
 from league.policy import Policy
-from league.sampling.batched_runner import segment_gae
 
 __all__ = ["ActorCriticOptions", "ActorCriticAlgorithm", "GAEActorCritic", "VALUE_SCALE", "value_error"]
 

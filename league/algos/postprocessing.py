@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["discount_cumsum", "compute_gae", "cut_at_solved"]
+__all__ = ["discount_cumsum", "compute_gae", "cut_at_solved", "segment_gae"]
 
 
 def discount_cumsum(x: np.ndarray, gamma: float) -> np.ndarray:
@@ -62,3 +62,36 @@ def cut_at_solved(
     at_old_end = np.isin(new_ends, ends)
     new_bootstrap = np.where(at_old_end, bootstrap[chunk_of[new_ends - 1]], values[np.minimum(new_ends, n - 1)])
     return values, new_starts, new_bootstrap.astype(np.float32)
+
+
+def segment_gae(
+    rewards: np.ndarray, values: np.ndarray, starts: np.ndarray, bootstrap: np.ndarray, gamma: float, lam: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """GAE of many chunks at once: :func:`compute_gae` per chunk.
+
+    Args:
+        rewards, values: ``[R]`` rows, chunk after chunk, each chunk in time order.
+        starts: first row of each chunk (ascending, ``starts[0] == 0``).
+        bootstrap: ``[len(starts)]`` value after each chunk's last row (0 after termination).
+
+    Returns ``(advantages, value_targets)`` as float32. The backward recursion runs once per
+    position from a chunk's end (at most the longest chunk's length), over all chunks at once.
+    """
+    values = values.astype(np.float32, copy=False)
+    n = len(values)
+    ends = np.append(starts[1:], n)  # one past each chunk's last row
+    next_values = np.empty(n, dtype=np.float32)
+    next_values[:-1] = values[1:]
+    next_values[ends - 1] = bootstrap
+    deltas = rewards.astype(np.float32, copy=False) + np.float32(gamma) * next_values - values
+    # Float64 accumulation as compute_gae's linear filter does.
+    adv = deltas.astype(np.float64)
+    from_end = np.repeat(ends, ends - starts) - 1 - np.arange(n)  # 0 on each chunk's last row
+    order = np.argsort(from_end, kind="stable")
+    bounds = np.searchsorted(from_end[order], np.arange(1, int(from_end.max(initial=0)) + 2))
+    g = float(gamma) * float(lam)
+    for d in range(1, len(bounds)):
+        rows = order[bounds[d - 1] : bounds[d]]
+        adv[rows] += g * adv[rows + 1]
+    adv32 = adv.astype(np.float32)
+    return adv32, (adv32 + values).astype(np.float32)

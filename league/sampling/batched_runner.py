@@ -38,40 +38,7 @@ from league.sampling.env_runner import bound_episode_stats, episode_record, fina
 from league.sampling.matchups import Matchup, MatchupSource
 from league.sampling.row_store import RowStore
 
-__all__ = ["BatchedRunner", "segment_gae"]
-
-
-def segment_gae(
-    rewards: np.ndarray, values: np.ndarray, starts: np.ndarray, bootstrap: np.ndarray, gamma: float, lam: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """GAE of many chunks at once: ``compute_gae`` of :mod:`league.algos.postprocessing` per chunk.
-
-    Args:
-        rewards, values: ``[R]`` rows, chunk after chunk, each chunk in time order.
-        starts: first row of each chunk (ascending, ``starts[0] == 0``).
-        bootstrap: ``[len(starts)]`` value after each chunk's last row (0 after termination).
-
-    Returns ``(advantages, value_targets)`` as float32. The backward recursion runs once per
-    position from a chunk's end (at most the longest chunk's length), over all chunks at once.
-    """
-    values = values.astype(np.float32, copy=False)
-    n = len(values)
-    ends = np.append(starts[1:], n)  # one past each chunk's last row
-    next_values = np.empty(n, dtype=np.float32)
-    next_values[:-1] = values[1:]
-    next_values[ends - 1] = bootstrap
-    deltas = rewards.astype(np.float32, copy=False) + np.float32(gamma) * next_values - values
-    # Float64 accumulation as compute_gae's linear filter does.
-    adv = deltas.astype(np.float64)
-    from_end = np.repeat(ends, ends - starts) - 1 - np.arange(n)  # 0 on each chunk's last row
-    order = np.argsort(from_end, kind="stable")
-    bounds = np.searchsorted(from_end[order], np.arange(1, int(from_end.max(initial=0)) + 2))
-    g = float(gamma) * float(lam)
-    for d in range(1, len(bounds)):
-        rows = order[bounds[d - 1] : bounds[d]]
-        adv[rows] += g * adv[rows + 1]
-    adv32 = adv.astype(np.float32)
-    return adv32, (adv32 + values).astype(np.float32)
+__all__ = ["BatchedRunner"]
 
 
 def _join_actions(parts: list[tuple[np.ndarray | None, np.ndarray]], k: int) -> np.ndarray:
