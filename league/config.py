@@ -101,9 +101,6 @@ class SamplerConfig:
     # for them. The same distribution per episode, and a sampler runs a forward pass per
     # policy in play per step: about 2k of them instead of one per league member.
     matchup_draws: int = 0
-    # Whether frozen players (snapshots, fixed members) sample their moves in training games
-    # (true), or play their most probable one (false): the learning side still samples.
-    frozen_explore: bool = True
 
 
 @dataclass

@@ -289,34 +289,3 @@ def test_a_parallel_env_behind_the_generic_wrapper_credits_both_seats():
             np.testing.assert_array_equal(mb[C.T][sel], np.arange(sel.sum()))
             checked += 1
     assert checked >= 20
-
-
-class _RecordsExplore:
-    """A policy that notes the ``explore`` flag of every call (everything else: the wrapped one)."""
-
-    def __init__(self, policy):
-        self._policy, self.flags = policy, []
-
-    def __getattr__(self, name):
-        return getattr(self._policy, name)
-
-    def compute_actions(self, obs, action_mask, explore=True):
-        self.flags.append(explore)
-        return self._policy.compute_actions(obs, action_mask, explore)
-
-
-@pytest.mark.parametrize("frozen_explore", [True, False])
-def test_frozen_players_act_greedily_in_training_games_when_asked(frozen_explore):
-    """``sampler.frozen_explore=false``: a snapshot plays its most probable move; the learning
-    side still samples, and its rows are recorded as before."""
-    torch.manual_seed(0)
-    factories = {"main": pz_tests._ppo("connect_four"), "snap": pz_tests._ppo("connect_four")}
-    policies = {pid: _RecordsExplore(VersionedPolicy(f.make_policy(seed=k, learns=pid == "main")))
-                for k, (pid, f) in enumerate(factories.items())}
-    env = BoardBatchedEnv("connect_four", 8, seed=0)
-    runner = BatchedRunner(env, policies, factories, OpponentSampling("main", {"snap": 1.0}), np.random.default_rng(0),
-                           frozen_explore=frozen_explore)
-    batch = _fragments(runner, 64, 16)
-    assert set(policies["main"].flags) == {True}
-    assert set(policies["snap"].flags) == {frozen_explore}
-    assert len(batch["main"]) > 0 and "snap" not in batch.policy_batches

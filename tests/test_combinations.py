@@ -250,16 +250,6 @@ def test_matchups_drawn_in_blocks_under_every_recipe(algo, recipe, tmp_path):
     assert all(isinstance(s._runner.matchups, BlockedMatchups) for s in trainer.samplers)
 
 
-@pytest.mark.parametrize(("algo", "recipe"), [("ppo", r) for r in RECIPES] + [("dqn", "selfplay"), ("impala", "psro")])
-def test_frozen_players_acting_greedily_under_every_recipe(algo, recipe, tmp_path):
-    # sampler.frozen_explore=false: snapshots, exploiters' frozen copies and fixed members play
-    # their most probable move in training games while snapshots are taken and evicted.
-    values = _values(algo, recipe, sampler={"frozen_explore": False})
-    trainer, summary = _run(values, tmp_path / "run")
-    _check_run(trainer, summary, tmp_path / "run", recipe)
-    assert all(s._runner._frozen_explore is False for s in trainer.samplers)
-
-
 @pytest.mark.parametrize(("algo", "recipe"), [("ppo", "selfplay"), ("ppo", "alphastar"), ("dqn", "psro"), ("impala", "pfsp")])
 def test_searched_openings_and_the_endgame_search_on_connect_four(algo, recipe, tmp_path):
     # env.opening_search_depth: training episodes start from searched openings up to 40 plies

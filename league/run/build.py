@@ -183,7 +183,6 @@ def make_samplers(cfg: RunConfig, iteration: int, algorithms: Mapping[str, Algor
         opening_plies=cfg.env.opening_plies,
         opening_search_depth=cfg.env.opening_search_depth,
         matchup_draws=s.matchup_draws,
-        frozen_explore=s.frozen_explore,
     )
     seed = sampler_seed(cfg.seed, iteration)
     if s.remote:

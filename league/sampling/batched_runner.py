@@ -70,10 +70,8 @@ class BatchedRunner:
         rng: np.random.Generator,
         record: bool = True,
         episode_id_base: int = 0,
-        frozen_explore: bool = True,
     ) -> None:
         self.env = env
-        self._frozen_explore = frozen_explore
         self._policies = policies  # shared with the owning sampler: weight updates show up here
         self._factories = factories
         self.matchups = matchups
@@ -121,7 +119,7 @@ class BatchedRunner:
                 agents = sorted({self._agents[a] for a in (agent_index if rows is None else agent_index[rows]).tolist()})
                 raise ValueError(f"policy '{pid}' plays agents of different specs ({agents}); one policy plays one spec") from err
             policy = self._policies[pid]
-            out = policy.compute_actions(obs, mask, explore and (policy.learns or self._frozen_explore))
+            out = policy.compute_actions(obs, mask, explore)
             acts = np.asarray(out[C.ACTIONS])
             if acts.ndim == 1:  # Discrete; Box / MultiDiscrete rows [B, D] are checked by their distributions
                 legal = mask[np.arange(len(acts)), acts]

@@ -73,7 +73,6 @@ class Sampler:
         opening_plies: int = 0,
         opening_search_depth: int = 0,
         matchup_draws: int = 0,
-        frozen_explore: bool = True,
     ) -> None:
         import torch
 
@@ -85,7 +84,6 @@ class Sampler:
         # Training episodes draw their matchups in blocks of num_envs (BlockedMatchups): a few
         # policies in play at once, so a few forward passes per step however large the pool.
         self._matchup_draws = matchup_draws
-        self._frozen_explore = bool(frozen_explore)  # False: frozen players act greedily in training games
         # env_backend="cpp" (or "auto" on a board game): training rollouts on the batched C++
         # game, evaluation on single C++ copies; else N copies of the env behind VectorizedEnv.
         # Training always runs through BatchedRunner, evaluation through EnvRunner.
@@ -135,8 +133,7 @@ class Sampler:
             )
         else:
             env = VectorizedEnv(self._train_env_fn, self.num_envs, self._env_name, max_consecutive_failures=self._max_failures)
-        return BatchedRunner(env, self._policies, self._factories, matchups, self._rng, episode_id_base=self._id_base,
-                             frozen_explore=self._frozen_explore)
+        return BatchedRunner(env, self._policies, self._factories, matchups, self._rng, episode_id_base=self._id_base)
 
     def _make_eval_runner(self, matchups: MatchupSource, num_envs: int) -> EnvRunner:
         """Evaluation episodes: per-copy quotas and active flags, nothing recorded, whole games."""
