@@ -1,0 +1,67 @@
+"""One ``train()`` call's budget: when it stops, and the deadline its iterations end by.
+
+The run's own counters (iterations, env steps) are :class:`~league.run.records.RunClock`'s;
+the stop criteria are checked by :func:`~league.run.records.stop_reached` (``stop.metric``:
+:mod:`league.run.stops`). A :class:`Budget` adds the wall clock of one ``train()`` call:
+when it started, the time it may take (evaluation rounds end within it, and an iteration of a
+slow env ends early at the deadline), and whether it is spent.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from league.config import StopConfig
+from league.run.evaluation import EvaluationRounds
+from league.run.records import RunClock, stop_reached
+
+__all__ = ["Budget"]
+
+
+@dataclass
+class Budget:
+    """``stop``'s criteria for a call that started at ``start`` (``time.perf_counter()``)."""
+
+    stop: StopConfig
+    start: float = field(default_factory=time.perf_counter)
+
+    @staticmethod
+    def stop_for(
+        stop: StopConfig, clock: RunClock, *, env_steps: int | None = None, iterations: int | None = None, time_s: float | None = None
+    ) -> StopConfig:
+        """``stop`` (the config's criteria), or, given any budget, that many more env steps or
+        iterations than ``clock``'s, or seconds (nothing else then stops the call)."""
+        if env_steps is None and iterations is None and time_s is None:
+            return stop
+        return StopConfig(
+            env_steps=clock.env_steps + env_steps if env_steps else 0, iterations=clock.iteration + iterations if iterations else 0,
+            time_s=time_s or 0.0, win_rate=0.0,
+        )  # fmt: skip
+
+    @classmethod
+    def unlimited(cls) -> Budget:
+        """No criteria and no deadline: the budget of iterations run before any ``train()``."""
+        return cls(StopConfig(env_steps=0, iterations=0, time_s=0.0, win_rate=0.0))
+
+    @property
+    def deadline(self) -> float | None:
+        """When (``time.perf_counter()``) the time budget runs out; None without one."""
+        return self.start + self.stop.time_s if self.stop.time_s else None
+
+    def elapsed(self) -> float:
+        """Seconds since the call started."""
+        return time.perf_counter() - self.start
+
+    def time_left_s(self, spent: float) -> float | None:
+        """Seconds of the time budget left after ``spent`` seconds; None without one."""
+        return self.stop.time_s - spent if self.stop.time_s else None
+
+    def past_deadline(self) -> bool:
+        """Whether the time budget has run out (never without one)."""
+        deadline = self.deadline
+        return deadline is not None and time.perf_counter() >= deadline
+
+    def reached(self, clock: RunClock, evaluation: EvaluationRounds) -> bool:
+        """Whether any stop criterion is met now (:func:`~league.run.records.stop_reached`)."""
+        return stop_reached(self.stop, clock, self.elapsed(), evaluation.win_rates, evaluation.returns)

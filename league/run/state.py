@@ -1,0 +1,240 @@
+"""The built parts of one training run, as one object: :class:`Run`.
+
+:func:`build_run` is what :meth:`league.trainer.Trainer.setup` does, once: read a resume
+checkpoint (before Ray starts or any file is written), build the league, the learner, the
+samplers and the plan, restore them from the checkpoint if any. The :class:`Run` it returns
+holds those parts; the samplers and the plan are the only ones ever replaced (after a
+periodic checkpoint with ``checkpoint.exact_resume``, after a dead learner's restore).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Generic, TypeVar, overload
+
+import torch
+
+from league.config import RunConfig
+from league.flow.metrics import NUM_ENV_STEPS_SAMPLED
+from league.learn.algorithm import Algorithm
+from league.learn.recovery import LearnerDied
+from league.leagues import TrainingLeague, make_league
+from league.leagues.builder import learning_policy_ids
+from league.population.payoff import PayoffTable
+from league.population.selfplay import SelfPlayPool
+from league.resume import driver_rng_state, load_resume_checkpoint, restore_league, restore_learner, set_driver_rng_state
+from league.run import build, records
+from league.run.budget import Budget
+from league.run.evaluation import EpisodeFeed, EvaluationRounds
+from league.run.records import RunClock
+from league.run.recovery import recover_learner
+from league.runtime import start_ray
+from league.runtime.actors import is_ray_actor
+from league.runtime.faces import LearnerHandle, PlanFace, SamplerHandle
+
+__all__ = ["Run", "RunPart", "build_run", "close_samplers"]
+
+T = TypeVar("T")
+
+
+@dataclass(eq=False)
+class Run:
+    """One run's built parts (see the module docstring); ``clock`` is the trainer's own."""
+
+    cfg: RunConfig
+    clock: RunClock
+    learning: list[str]  # the learning policies' ids
+    algorithms: dict[str, Algorithm]
+    league: TrainingLeague
+    learner: LearnerHandle
+    samplers: list[SamplerHandle]
+    plan: PlanFace
+    episodes: EpisodeFeed  # training episodes on their way to the league
+    evaluation: EvaluationRounds
+    initial_states: dict[str, bytes]  # each learning policy's state at its creation: what exploiters are reset to
+    fallback_states: dict[str, bytes]  # a dead learner's policies' source before any checkpoint of this run
+    resumed_from: Path | None = None  # the checkpoint this run resumed from
+    learner_restores: int = 0  # dead learner actors restored so far
+
+    @property
+    def win_rates(self) -> dict[str, float]:
+        """The latest evaluation win rate of each learning policy against the fixed opponent."""
+        return self.evaluation.win_rates
+
+    @property
+    def pool(self) -> SelfPlayPool | None:
+        """The self-play pool of a ``selfplay`` league, else None."""
+        return getattr(self.league, "pool", None)
+
+    @property
+    def payoff(self) -> PayoffTable:
+        """The league's payoff table."""
+        return self.league.payoff
+
+    def iterate(self, budget: Budget, elapsed: float) -> tuple[dict[str, Any], float]:
+        """One iteration, ``elapsed`` seconds into ``budget``'s call: training steps of the plan
+        (:meth:`run_plan`), the league's bookkeeping, evaluation rounds started and collected;
+        returns its metrics row (:func:`~league.run.records.metrics_row`) and the call's seconds."""
+        t0, evaluation = time.perf_counter(), self.evaluation
+        train_steps = self.run_plan(budget)
+        self.clock.iteration += 1
+        stats = self.episodes.next(self.samplers, self.league)
+        self.league.update(self.clock.iteration, self.plan.metrics.counters, self.learner, self.samplers)
+        if self.cfg.eval.interval and self.clock.iteration % self.cfg.eval.interval == 0 and not evaluation.running:
+            evaluation.start(self.samplers, self.league, budget.time_left_s(elapsed + time.perf_counter() - t0))
+        evaluation.collect(self.league, block=False)
+        time_s = elapsed + time.perf_counter() - t0
+        extra = {
+            "learner_restores": self.learner_restores, "lost_sampler_calls": self.episodes.lost_sampler_calls + evaluation.lost_sampler_calls,
+            "eval_return_mean": dict(evaluation.returns), "eval_return_median": dict(evaluation.medians),
+        }  # fmt: skip
+        row = records.metrics_row(self.clock, time_s, train_steps, stats, self.plan, self.league, self.learner, evaluation.win_rates, extra)
+        return row, time_s
+
+    def run_plan(self, budget: Budget) -> int:
+        """Training steps until the iteration's minimum env steps and time (``cfg.iteration``), or
+        ``budget``'s deadline (slow envs: images, 20 agents); returns how many ran."""
+        t0, start, minimum = time.perf_counter(), self.clock.env_steps, self.cfg.iteration
+        items = 0
+        while True:
+            next(self.plan)
+            items += 1
+            self.clock.env_steps = int(self.plan.metrics.counters.get(NUM_ENV_STEPS_SAMPLED, self.clock.env_steps))
+            if self.clock.env_steps - start >= minimum.min_env_steps and time.perf_counter() - t0 >= minimum.min_time_s:
+                return items
+            if budget.past_deadline():
+                return items
+
+    def rebuild_plan(self) -> None:
+        """A new plan over the current samplers and learner, its counters carried over."""
+        self.plan = _plan(self.cfg, self.samplers, self.learner, self.algorithms, dict(self.plan.metrics.counters))
+
+    def restart_samplers(self) -> None:
+        """Replace the samplers by new ones built as a resume from the checkpoint just written
+        builds them, and the plan with them; the driver's RNG is put back as a resume restores it."""
+        rng, counters = driver_rng_state(), dict(self.plan.metrics.counters)
+        close_samplers(self.samplers)
+        self.samplers = []
+        self.samplers = _samplers(self.cfg, self.clock.iteration, self.algorithms, self.league, self.learner, self.initial_states)
+        self.plan = _plan(self.cfg, self.samplers, self.learner, self.algorithms, counters)
+        self.episodes.drop()  # flushed into the checkpoint already
+        set_driver_rng_state(rng)
+
+    def restore_league_on(self, sampler: SamplerHandle) -> list[Any]:
+        """Re-send the league's frozen policies and a matchup source to a restarted sampler
+        (the learning policies' weights are re-sent by ``BroadcastWeights``' own hook)."""
+        return self.league.restore_on(sampler)
+
+    def restore_learner(self, died: LearnerDied, err: BaseException, checkpoint_root: Path) -> None:
+        """A learner actor died: restore its policies (:func:`~league.run.recovery.recover_learner`:
+        from the latest checkpoint under ``checkpoint_root``, else the resumed one, else the run's
+        start) and rebuild the plan (requests in flight were made with the lost weights), or raise."""
+        recover_learner(
+            died, err, learner=self.learner, samplers=self.samplers, on_failure=self.cfg.learner.on_failure,
+            restores_so_far=self.learner_restores, checkpoint_root=checkpoint_root,
+            fallback_states=self.fallback_states, fallback_source=str(self.resumed_from or "the run's start"),
+        )  # fmt: skip
+        self.rebuild_plan()
+        self.learner_restores += 1
+
+    def close(self) -> None:
+        """Stop the sampler and learner actors and the league's (Ray itself is left to the caller)."""
+        close_samplers(self.samplers)
+        self.samplers = []
+        if hasattr(self.learner, "close"):
+            self.learner.close()
+        self.league.close()
+
+
+class RunPart(Generic[T]):
+    """A read-only attribute that is the same-named attribute of one of its owner's parts,
+    its ``run`` unless ``of`` names another (``trainer.samplers`` is ``trainer.run.samplers``,
+    ``trainer.iteration`` with ``of="clock"`` is ``trainer.clock.iteration``): no copy to keep in step."""
+
+    def __init__(self, doc: str, of: str = "run") -> None:
+        self.__doc__ = doc
+        self.of = of
+        self.name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> RunPart[T]: ...
+    @overload
+    def __get__(self, obj: object, owner: type | None = None) -> T: ...
+    def __get__(self, obj: object | None, owner: type | None = None) -> RunPart[T] | T:
+        return self if obj is None else getattr(getattr(obj, self.of), self.name)
+
+
+def build_run(cfg: RunConfig, clock: RunClock) -> Run:
+    """Build a run's parts from ``cfg``, restored from ``cfg.resume`` if given (``clock`` too: the
+    checkpoint's iteration and env steps); what was built is closed again if a later step fails."""
+    spec, agents = build.agent_spec(cfg)
+    learning = learning_policy_ids(cfg)
+    algorithms = build.make_algorithms(cfg, spec, learning)
+    checkpoint = load_resume_checkpoint(cfg.resume, cfg.checkpoint_dir, asdict(cfg), algorithms) if cfg.resume else None
+    if build.uses_ray(cfg):
+        start_ray(cfg.ray)
+        build.check_ray_resources(cfg)
+    league = make_league(cfg, algorithms, spec, agents, remote=cfg.sampler.remote)
+    learner: LearnerHandle | None = None
+    samplers: list[SamplerHandle] = []
+    try:
+        evaluation = EvaluationRounds(build.EVAL_OPPONENT, cfg.eval.episodes, cfg.eval.env_steps)
+        counters: dict[str, int] = {}
+        if checkpoint is not None:
+            restored = restore_league(checkpoint, league)
+            evaluation.win_rates, evaluation.best_win_rate = restored.win_rates, restored.best_win_rate
+            clock.iteration, clock.env_steps, counters = checkpoint.iteration, checkpoint.env_steps, restored.counters
+        torch.manual_seed(cfg.seed)
+        learner = build.make_learner(cfg, algorithms)
+        # Read before any restore: what exploiters are reset to (a resumed run's fresh learner
+        # is seeded as the original's was) and a dead learner's source before any checkpoint.
+        initial_states = {pid: learner.get_state(pid) for pid in learning}
+        fallback_states = dict(initial_states)
+        if checkpoint is not None:
+            restore_learner(learner, checkpoint, learning)
+            fallback_states = {pid: checkpoint.learner_states[pid] for pid in learning}
+        samplers = _samplers(cfg, clock.iteration, algorithms, league, learner, initial_states)
+        plan = _plan(cfg, samplers, learner, algorithms, counters)
+    except BaseException:
+        close_samplers(samplers)
+        if learner is not None and hasattr(learner, "close"):
+            learner.close()
+        league.close()
+        raise
+    if checkpoint is not None:
+        set_driver_rng_state(checkpoint.league.get("rng"))
+    clock.start = (clock.iteration, clock.env_steps)
+    return Run(
+        cfg=cfg, clock=clock, learning=learning, algorithms=algorithms, league=league, learner=learner, samplers=samplers,
+        plan=plan, episodes=EpisodeFeed(), evaluation=evaluation, initial_states=initial_states, fallback_states=fallback_states,
+        resumed_from=checkpoint.path if checkpoint is not None else None,
+    )  # fmt: skip
+
+
+def close_samplers(samplers: list[SamplerHandle]) -> None:
+    """Stop the sampler actors among ``samplers`` (in-process samplers are just dropped)."""
+    remote = [s for s in samplers if is_ray_actor(s)]
+    if remote:
+        import ray
+
+        for s in remote:
+            ray.kill(s)
+
+
+def _samplers(
+    cfg: RunConfig, iteration: int, algorithms: dict[str, Algorithm], league: TrainingLeague, learner: LearnerHandle, initial_states: dict[str, bytes]
+) -> list[SamplerHandle]:
+    samplers = build.make_samplers(cfg, iteration, algorithms, league)
+    build.load_samplers(samplers, learner, league, initial_states, league.restore_on)
+    return samplers
+
+
+def _plan(cfg: RunConfig, samplers: list[SamplerHandle], learner: LearnerHandle, algorithms: dict[str, Algorithm], counters: dict[str, int]) -> PlanFace:
+    plan = build.build_plan(cfg, samplers, learner, algorithms)
+    plan.metrics.counters.update(counters)
+    return plan
