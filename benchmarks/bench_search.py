@@ -9,7 +9,8 @@ timed ``--repeats`` times, interleaved, on ``--threads`` threads (the learner's
 object per depth.
 
 Then the endgame reading (PPO's ``search_endgame``): positions of searched openings
-(``env.opening_search_depth``) with ``E - 1`` or ``E`` empty cells, solved to the end of the
+(``tests/searched_openings.py``: each move one a four-ply exact search leaves undecided)
+with ``E - 1`` or ``E`` empty cells, solved to the end of the
 game, against the default four-ply reading of the same positions (the baseline). One JSON
 object per ``E`` in ``--endgames``::
 
@@ -23,7 +24,9 @@ import argparse
 import json
 import os
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -76,12 +79,13 @@ def main() -> None:
 
 def endgame(empty: int, rows: int, threads: int, repeats: int, seed: int) -> None:
     """Print the endgame figure: positions with ``empty - 1`` or ``empty`` empty cells solved to the end."""
-    from league.envs.boards import BoardBatchedEnv
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root, for tests/
+    from tests.searched_openings import searched_openings
 
-    env = BoardBatchedEnv("connect_four", rows, seed=seed, opening_plies=40, opening_search_depth=4)
     obs, mask = [], []
     while sum(len(o) for o in obs) < rows // 10:  # searched openings until enough positions this late
-        step = env.reset()
+        step = searched_openings(rows, seed, depth=4)
+        seed += 1
         late = np.isin(42 - (step.obs > 0.5).sum((1, 2, 3)), (empty - 1, empty))
         obs.append(step.obs[late].copy())
         mask.append(step.masks[late] > 0)

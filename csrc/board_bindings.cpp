@@ -60,18 +60,6 @@ py::tuple obs_shape_tuple() {
   return t;
 }
 
-// The deepest search an opening move may take (each opening ply pays one search).
-constexpr int kMaxOpeningSearchDepth = 8;
-
-// The longest opening of G's batch with openings searched `depth` plies deep (0: random).
-template <class G>
-int max_opening(int depth) {
-  if constexpr (Batch<G>::kSearchedOpenings) {
-    if (depth > 0) return G::kMaxSearchedOpening;
-  }
-  return G::kMaxOpening;
-}
-
 // The methods every game's batch has; returns the class for game-specific additions.
 template <class G>
 py::class_<Batch<G>> bind_game(py::module_& m, const char* name, const char* doc) {
@@ -87,37 +75,15 @@ py::class_<Batch<G>> bind_game(py::module_& m, const char* name, const char* doc
       .def_property(
           "opening_plies", &B::opening_plies,
           [](B& b, int plies) {
-            const int bound = max_opening<G>(b.opening_search_depth());
-            if (plies < 0 || plies > bound)
-              throw py::value_error("opening_plies must be in 0.." + std::to_string(bound) + " for this game (" +
-                                    (!bound                         ? "it offers no random openings"
-                                     : b.opening_search_depth() > 0 ? "two cells stay empty"
-                                                                    : "more random moves could decide it before either "
-                                                                      "player acts; searched openings go further") +
+            if (plies < 0 || plies > G::kMaxOpening)
+              throw py::value_error("opening_plies must be in 0.." + std::to_string(G::kMaxOpening) + " for this game (" +
+                                    (G::kMaxOpening ? "more random moves could decide it before either player acts"
+                                                    : "it offers no random openings") +
                                     "), got " + std::to_string(plies));
             b.set_opening_plies(plies);
           },
-          "Games begun from now on open with 0..opening_plies moves: uniformly random legal ones, or "
-          "those opening_search_depth approves.")
-      .def_property(
-          "opening_search_depth", &B::opening_search_depth,
-          [](B& b, int depth) {
-            if (!B::kSearchedOpenings && depth != 0)
-              throw py::value_error("opening_search_depth: this game has no searched openings (connect four has)");
-            if (depth < 0 || depth > kMaxOpeningSearchDepth)
-              throw py::value_error("opening_search_depth must be in 0.." + std::to_string(kMaxOpeningSearchDepth) +
-                                    ", got " + std::to_string(depth));
-            if (b.opening_plies() > max_opening<G>(depth))
-              throw py::value_error("opening_search_depth=" + std::to_string(depth) + " allows openings of at most " +
-                                    std::to_string(max_opening<G>(depth)) + " plies; lower opening_plies (" +
-                                    std::to_string(b.opening_plies()) + ") first");
-            b.set_opening_search_depth(depth);
-          },
-          "0: opening moves are uniformly random legal ones (at most max_opening_plies). d > 0: each is drawn "
-          "among the moves an exact d-ply search finds best, the opening stopping where that search finds a "
-          "forced result, and openings may run up to max_searched_opening_plies.")
+          "Games begun from now on open with 0..opening_plies uniformly random legal moves.")
       .def_property_readonly_static("max_opening_plies", [](py::object) { return G::kMaxOpening; })
-      .def_property_readonly_static("max_searched_opening_plies", [](py::object) { return max_opening<G>(1); })
       .def(
           "random_actions",
           [](B& b, py::handle out) {

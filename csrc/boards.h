@@ -17,7 +17,6 @@
 #include <cstring>
 #include <vector>
 
-#include "negamax.h"
 #include "rng.h"
 
 namespace league {
@@ -155,32 +154,6 @@ struct ConnectFour {
     return finish(mover, move(a), rewards);
   }
 
-  // Searched openings (game_batch.h): the most opening moves (two cells stay empty, so the
-  // last one cannot fill the board), and the moves an exact search of `depth` plies
-  // (negamax.h) finds best here, as column bits; 0 where that search finds a forced win or
-  // loss, so the opening stops before it would decide the game.
-  static constexpr int kMaxSearchedOpening = kCells - 2;
-  unsigned undecided_moves(int depth) const {
-    uint64_t legal = 0;
-    for (int c = 0; c < kCols; ++c) legal |= uint64_t{heights[c] < kRows} << c;
-    int64_t scores[kCols];
-    negamax::exact_score_moves(negamax_bits(pos[player]), negamax_bits(pos[player ^ 1]), legal, depth, scores);
-    int64_t best = negamax::kUnscored;
-    for (int64_t s : scores) best = s > best ? s : best;
-    if (best != 0) return 0;  // a forced result within the horizon (or no legal move)
-    unsigned moves = 0;
-    for (int c = 0; c < kCols; ++c) moves |= unsigned{scores[c] == 0} << c;
-    return moves;
-  }
-  // One side's pieces in negamax.h's layout (bit 7 * col + height above the bottom).
-  static uint64_t negamax_bits(uint64_t b) {
-    uint64_t out = 0;
-    for (; b; b &= b - 1) {
-      const int bit = __builtin_ctzll(b), r = bit / 8, c = bit % 8;
-      out |= uint64_t{1} << (negamax::kStride * c + (kRows - 1 - r));
-    }
-    return out;
-  }
 };
 
 }  // namespace boards

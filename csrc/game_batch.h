@@ -7,24 +7,15 @@
 // new game, chance events such as deals drawn from the generator); legal(a); mask(out);
 // write_obs(out) (the mover's view); play(a, Rng&, rewards[2]) (one move and the chance
 // events after it; writes both agents' rewards for this move and returns whether the
-// game ended). Games may also offer searched openings: kMaxSearchedOpening and
-// undecided_moves(depth) (column bits of the moves a depth-ply search leaves undecided, 0
-// where it finds a forced result), which lift the opening's bound (boards.h ConnectFour).
+// game ended).
 #pragma once
 
 #include <cstdint>
-#include <type_traits>
-#include <utility>
 #include <vector>
 
 #include "rng.h"
 
 namespace league {
-
-template <class G, class = void>
-struct has_searched_openings : std::false_type {};
-template <class G>
-struct has_searched_openings<G, std::void_t<decltype(std::declval<const G&>().undecided_moves(1))>> : std::true_type {};
 
 // Every output row describes the copy's state after the call: for a copy whose game
 // just ended, the first state of its next game (it is reset at once), with the final
@@ -42,13 +33,6 @@ class Batch {
   // decides a game). 0 (the default): games start from their first position.
   void set_opening_plies(int plies) { opening_plies_ = plies; }
   int opening_plies() const { return opening_plies_; }
-  // Searched openings (games with undecided_moves only): each opening move is drawn among the
-  // moves an exact `depth`-ply search finds best, and the opening stops early where that
-  // search finds a forced result, so openings may run up to G::kMaxSearchedOpening plies and
-  // reach the middle and end of the game without deciding it. 0: uniformly random moves.
-  void set_opening_search_depth(int depth) { opening_search_depth_ = depth; }
-  int opening_search_depth() const { return opening_search_depth_; }
-  static constexpr bool kSearchedOpenings = has_searched_openings<G>::value;
   void seed(uint64_t s) { rng_.reseed(s); }
   int64_t size() const { return static_cast<int64_t>(games_.size()); }
   const G& game(int64_t i) const { return games_[static_cast<size_t>(i)]; }
@@ -104,35 +88,17 @@ class Batch {
       if (legal[a] && k-- == 0) break;
     return a;
   }
-  // One of the moves in `bits` (column bits, at least one set), uniformly.
-  int random_bit(unsigned bits) {
-    int k = static_cast<int>(rng_.below(static_cast<uint64_t>(__builtin_popcount(bits))));
-    for (; k > 0; --k) bits &= bits - 1;
-    return __builtin_ctz(bits);
-  }
   void restart(G& g) {
     g.reset(rng_);
     if (opening_plies_ == 0) return;
     const int k = static_cast<int>(rng_.below(static_cast<uint64_t>(opening_plies_) + 1));
     float ignored[2];
-    if constexpr (kSearchedOpenings) {
-      if (opening_search_depth_ > 0) {
-        // Never ends: no move is a win (the search would have found it) and two cells stay empty.
-        for (int i = 0; i < k; ++i) {
-          const unsigned moves = g.undecided_moves(opening_search_depth_);
-          if (!moves) break;
-          g.play(random_bit(moves), rng_, ignored);
-        }
-        return;
-      }
-    }
     for (int i = 0; i < k; ++i) g.play(random_action(g), rng_, ignored);  // never ends: k <= kMaxOpening
   }
 
   std::vector<G> games_;
   Rng rng_;
   int opening_plies_ = 0;
-  int opening_search_depth_ = 0;
 };
 
 }  // namespace league

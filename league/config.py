@@ -57,11 +57,6 @@ class EnvConfig:
     # from, so the league keeps meeting openings self-play stops playing (docs/STRENGTH.md).
     # Evaluation plays whole games. Ignored, with a warning, on other envs.
     opening_plies: int = 0
-    # Searched openings (connect four on the C++ backend): d > 0 draws each opening move among
-    # those an exact d-ply search finds best and stops the opening where that search finds a
-    # forced result, so openings may run to 40 plies and reach endgames without deciding
-    # them; 0: uniformly random moves (at most 6 plies on connect four).
-    opening_search_depth: int = 0
 
 
 @dataclass

@@ -251,21 +251,15 @@ def test_matchups_drawn_in_blocks_under_every_recipe(algo, recipe, tmp_path):
 
 
 @pytest.mark.parametrize(("algo", "recipe"), [("ppo", "selfplay"), ("ppo", "alphastar"), ("dqn", "psro"), ("impala", "pfsp")])
-def test_searched_openings_and_the_endgame_search_on_connect_four(algo, recipe, tmp_path):
-    # env.opening_search_depth: training episodes start from searched openings up to 40 plies
-    # deep (every algorithm's sampler); PPO's distilled search solves the endgame there
-    # (algo.params.search_endgame) and its samplers solve it for GAE's values
-    # (algo.params.endgame_values), while snapshots are taken, evicted and evaluated.
+def test_the_endgame_search_on_connect_four(algo, recipe, tmp_path):
+    # PPO's distilled search solves the endgame (algo.params.search_endgame) and its samplers
+    # solve it for GAE's values (algo.params.endgame_values), for every algorithm's league,
+    # while snapshots are taken, evicted and evaluated.
     values = _values(algo, recipe, env="connect_four")
-    values["env"].update(opening_plies=36, opening_search_depth=2)
     if algo == "ppo":
         values["algo"]["params"].update(search_game="connect_four", search_depth=4, search_endgame=12, endgame_values=12)
     trainer, summary = _run(values, tmp_path / "run")
     _check_run(trainer, summary, tmp_path / "run", recipe)
-    lengths = [r["mean_episode_len"] for r in _rows(tmp_path / "run") if r["mean_episode_len"] is not None]
-    # games from the empty board last about 21 plies between untrained players; from openings
-    # up to 36 plies deep, far fewer
-    assert lengths and sum(lengths) / len(lengths) < 15, lengths
     if algo == "ppo":
         losses = [v for row in _rows(tmp_path / "run") for k, v in row.items() if k.endswith("/search_loss")]
         assert losses and all(math.isfinite(v) and v >= 0 for v in losses) and max(losses) > 0, losses

@@ -155,14 +155,14 @@ def test_games_by_seat_splits_outcomes_and_their_lengths_per_seat():
 
 def test_the_endgame_oracle_plays_best_moves_late_and_the_policy_before():
     from league.algos.board_search import connect_four_endgame_moves
-    from league.envs.boards import BoardBatchedEnv
+    from tests.searched_openings import searched_openings
 
     class PreferredColumn:  # the policy's probabilities: column 6 first, then 5, ..., where legal
         def action_probabilities(self, obs, mask):
             p = (mask > 0) * np.exp(np.arange(7, dtype=np.float64))
             return p / p.sum(1, keepdims=True)
 
-    batch = BoardBatchedEnv("connect_four", 256, seed=2, opening_plies=40, opening_search_depth=2).reset()
+    batch = searched_openings(256, seed=2)
     obs, masks = batch.obs.copy(), batch.masks.copy()
     actions = diagnose.EndgameOracle(PreferredColumn(), 10).compute_actions(obs, masks)["actions"]
     solved, best, _ = connect_four_endgame_moves(obs, masks, 10)

@@ -13,7 +13,7 @@ from league.algos.postprocessing import cut_at_solved, segment_gae
 from league.batch import Columns as C
 from league.batch import SampleBatch
 from league.envs import make_env
-from league.envs.boards import BoardBatchedEnv
+from tests.searched_openings import searched_openings
 
 GAMMA = 0.9
 
@@ -82,7 +82,7 @@ def _four(cells: frozenset, cell: tuple[int, int]) -> bool:
 
 
 def _late_positions(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    batch = BoardBatchedEnv("connect_four", n, seed=seed, opening_plies=40, opening_search_depth=2).reset()
+    batch = searched_openings(n, seed=seed)
     return batch.obs.copy(), batch.masks.copy()
 
 

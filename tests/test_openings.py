@@ -1,4 +1,4 @@
-"""Exploring starts (env.opening_plies): random or searched openings in training episodes only."""
+"""Exploring starts (env.opening_plies): random openings in training episodes only."""
 
 from __future__ import annotations
 
@@ -42,75 +42,11 @@ def test_cpp_openings_cover_zero_to_k_moves_and_never_decide_a_game(name: str, b
 def test_cpp_openings_past_the_bound_are_refused() -> None:
     with pytest.raises(ValueError, match="opening_plies must be in 0..4"):
         BoardBatchedEnv("tictactoe", 4, opening_plies=5)
-    assert _core.ConnectFourBatch.max_opening_plies == 6
-
-
-def _exact_best(obs: np.ndarray, masks: np.ndarray, depth: int) -> np.ndarray:
-    """The best exact score (csrc/negamax.h) of each position's side to move within ``depth`` plies."""
-    from league.algos.board_search import column_bits, connect_four_bitboards
-
-    mine, theirs = connect_four_bitboards(obs)
-    scores = np.empty(masks.shape, np.int64)
-    _core.connect_four_exact_scores(mine, theirs, column_bits(masks), depth, scores)
-    return np.where(masks > 0, scores, np.iinfo(np.int64).min).max(1)
-
-
-def test_searched_openings_reach_the_endgame_without_deciding_it() -> None:
-    env = BoardBatchedEnv("connect_four", 512, seed=5, opening_plies=40, opening_search_depth=4)
-    bs = env.reset()
-    counts = np.array(_pieces(env))
-    assert counts.max() >= 30 and (counts > 6).mean() > 0.5  # far past random openings' 6 plies
-    assert not bs.done.any() and not bs.rewards.any()
-    assert (bs.agent_index == counts % 2).all()
-    # Each opening move was one the four-ply search left undecided, so the side to move now
-    # forces nothing within three plies (a loss at the fourth is where an opening stops early).
-    assert (_exact_best(bs.obs, bs.masks, 3) == 0).all()
-    # The check can fail: random moves from those positions soon decide games within three plies.
-    for _ in range(6):
-        bs = env.step(env.random_actions())
-    assert (_exact_best(bs.obs, bs.masks, 3) != 0).any()
-    # the same seed, the same openings
-    again = BoardBatchedEnv("connect_four", 512, seed=5, opening_plies=40, opening_search_depth=4)
-    again.reset()
-    assert _pieces(again) == counts.tolist()
-
-
-def test_searched_openings_are_refused_where_they_do_not_apply() -> None:
-    with pytest.raises(ValueError, match="opening_plies must be in 0..40 for this game \\(two cells stay empty\\)"):
-        BoardBatchedEnv("connect_four", 4, opening_plies=41, opening_search_depth=4)
-    with pytest.raises(ValueError, match="opening_plies must be in 0..6 .*searched openings go further"):
+    with pytest.raises(ValueError, match="opening_plies must be in 0..6 for this game \\(more random moves could decide it"):
         BoardBatchedEnv("connect_four", 4, opening_plies=7)
-    with pytest.raises(ValueError, match="this game has no searched openings \\(connect four has\\)"):
-        BoardBatchedEnv("tictactoe", 4, opening_plies=2, opening_search_depth=2)
-    with pytest.raises(ValueError, match="opening_search_depth must be in 0..8, got 9"):
-        BoardBatchedEnv("connect_four", 4, opening_search_depth=9)
-    with pytest.raises(ValueError, match="opening_search_depth must be an int"):
-        BoardBatchedEnv("connect_four", 4, opening_search_depth=2.0)
-    core = _core.ConnectFourBatch(2, 0)
-    core.opening_search_depth, core.opening_plies = 4, 30
-    with pytest.raises(ValueError, match="allows openings of at most 6 plies; lower opening_plies \\(30\\) first"):
-        core.opening_search_depth = 0
-    assert (core.opening_search_depth, core.opening_plies) == (4, 30)  # a refused setting changes nothing
-    assert _core.ConnectFourBatch.max_searched_opening_plies == 40
-    assert _core.TicTacToeBatch.max_searched_opening_plies == _core.TicTacToeBatch.max_opening_plies == 4
-
-
-def test_training_episodes_start_from_searched_openings_and_evaluation_games_do_not() -> None:
-    sampler = Sampler(
-        "connect_four", policies={"a": RandomPolicyFactory(), "b": RandomPolicyFactory()},
-        matchups=OpponentSampling("a", {"b": 1.0}), num_envs=32, fragment_length=32, seed=2,
-        env_backend="cpp", opening_plies=36, opening_search_depth=2,
-    )
-    for _ in range(3):
-        sampler.sample()
-    lengths = [ep["length"] for ep in sampler.pop_episode_stats()]
-    # a decided game takes at least 7 moves from the empty board; searched openings play up to 36
-    assert min(lengths) < 7
-    assert min(ep["length"] for ep in sampler.evaluate(32, OpponentSampling("a", {"b": 1.0}))) >= 7
-    with pytest.raises(ValueError, match="opening_search_depth needs a C\\+\\+ game"):
-        Sampler("connect_four", policies={"a": RandomPolicyFactory(), "b": RandomPolicyFactory()},
-                matchups=OpponentSampling("a", {"b": 1.0}), num_envs=2, env_backend="pettingzoo",
-                opening_plies=2, opening_search_depth=2)
+    with pytest.raises(ValueError, match="opening_plies must be an int"):
+        BoardBatchedEnv("connect_four", 4, opening_plies=2.0)
+    assert _core.ConnectFourBatch.max_opening_plies == 6
 
 
 def test_wrapper_opens_pettingzoo_games_and_refuses_simultaneous_moves() -> None:
@@ -150,17 +86,8 @@ def test_config_checks_opening_plies_against_the_env() -> None:
         tiny_run_config(env={"name": "tictactoe", "opening_plies": 9})
     with pytest.raises(ValueError, match="env.opening_plies must be an int >= 0"):
         tiny_run_config(env={"name": "tictactoe", "opening_plies": -1})
-    searched = tiny_run_config(env={"name": "connect_four", "opening_plies": 40, "opening_search_depth": 4}).env
-    assert (searched.opening_plies, searched.opening_search_depth) == (40, 4)
-    with pytest.raises(ValueError, match="bound of 6 .*env.opening_search_depth lifts it"):
+    with pytest.raises(ValueError, match="bound of 6 \\(a longer random opening could decide the game"):
         tiny_run_config(env={"name": "connect_four", "opening_plies": 8})
-    with pytest.raises(ValueError, match="bound of 40 \\(two cells stay empty\\)"):
-        tiny_run_config(env={"name": "connect_four", "opening_plies": 41, "opening_search_depth": 4})
-    for env, runs_on in (({"name": "tictactoe"}, "runs on cpp"), ({"name": "connect_four", "backend": "pettingzoo"}, "runs on pettingzoo")):
-        with pytest.raises(ValueError, match=f"searched openings need a C\\+\\+ game that has them .*{runs_on}"):
-            tiny_run_config(env={**env, "opening_plies": 2, "opening_search_depth": 2})
-    with pytest.raises(ValueError, match="env.opening_search_depth must be an int >= 0"):
-        tiny_run_config(env={"name": "connect_four", "opening_search_depth": -1})
     # inherited by `env.name=<another env>` from a board game's env file: survived, said, switched off
     for other in ("rps", "cartpole"):
         with pytest.warns(UserWarning, match=f"opening_plies=2 ignored for env '{other}'"):

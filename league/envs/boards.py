@@ -52,11 +52,6 @@ class BoardGame:
         """Both agents' spec, as the PettingZoo adapter reports it."""
         return AgentSpec(obs_shape=tuple(self.core.shape), num_actions=int(self.core.num_actions), has_action_mask=True)
 
-    @property
-    def searched_openings(self) -> bool:
-        """Whether its openings can be searched (``opening_search_depth``), which lets them run longer."""
-        return self.core.max_searched_opening_plies > self.core.max_opening_plies
-
 
 #: The games with a C++ backend, by registered env name.
 BOARD_GAMES: dict[str, BoardGame] = {
@@ -90,28 +85,23 @@ class BoardBatchedEnv(BatchedMultiAgentEnv):
     ``opening_plies``: every game opens with 0..opening_plies uniformly random legal
     moves, drawn in C++ (exploring starts, :mod:`league.envs.openings`; at most 4 for
     tic-tac-toe and 6 for connect four, so an opening never decides a game; none for poker).
-    ``opening_search_depth`` (connect four): each opening move is drawn among those an
-    exact search of that many plies finds best, the opening stopping where the search finds
-    a forced result; openings may then run up to 40 plies and reach the endgame.
 
     The returned :class:`BatchStep` arrays are this env's own buffers, overwritten by the
     next ``step``. Rewards, ``done`` and the next state are PettingZoo's; a finished copy
     restarts at once with the first agent to move.
     """
 
-    def __init__(self, name: str, num_envs: int, seed: int = 0, opening_plies: int = 0, opening_search_depth: int = 0) -> None:
+    def __init__(self, name: str, num_envs: int, seed: int = 0, opening_plies: int = 0) -> None:
         game = _game(name)
         if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
             raise ValueError(f"num_envs must be an int >= 1, got {num_envs!r}")
-        for key, value in (("opening_plies", opening_plies), ("opening_search_depth", opening_search_depth)):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-                raise ValueError(f"{key} must be an int, got {value!r}")
+        if isinstance(opening_plies, bool) or not isinstance(opening_plies, (int, np.integer)):
+            raise ValueError(f"opening_plies must be an int, got {opening_plies!r}")
         self.name = name
         self.num_envs = n = int(num_envs)
         self.possible_agents = list(game.agents)
         self.agent_spec = game.spec
         self._core = game.core(n, seed)
-        self._core.opening_search_depth = int(opening_search_depth)  # ValueError where the game has none
         self._core.opening_plies = int(opening_plies)  # ValueError past the game's bound
         self._core.reset_all()
         spec = self.agent_spec

@@ -181,7 +181,6 @@ def make_samplers(cfg: RunConfig, iteration: int, algorithms: Mapping[str, Algor
         max_consecutive_env_failures=s.max_consecutive_env_failures,
         env_backend=cfg.env.backend,
         opening_plies=cfg.env.opening_plies,
-        opening_search_depth=cfg.env.opening_search_depth,
         matchup_draws=s.matchup_draws,
     )
     seed = sampler_seed(cfg.seed, iteration)

@@ -92,29 +92,15 @@ def check_openings(cfg: RunConfig, env: MultiAgentEnv) -> None:
     from league.envs.boards import BOARD_GAMES, resolve_backend
     from league.envs.openings import RandomOpenings
 
-    plies, depth = cfg.env.opening_plies, cfg.env.opening_search_depth
-    for key, value in (("opening_plies", plies), ("opening_search_depth", depth)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ValueError(f"env.{key} must be an int >= 0, got {value!r}")
-    cpp = resolve_backend(cfg.env.name, cfg.env.backend, dict(cfg.env.kwargs)) == "cpp"
-    if depth and not (cpp and BOARD_GAMES[cfg.env.name].searched_openings):
-        searched = sorted(name for name, game in BOARD_GAMES.items() if game.searched_openings)
-        raise ValueError(
-            f"env.opening_search_depth={depth}: searched openings need a C++ game that has them ({searched} with "
-            f"env.backend=cpp or auto); env {cfg.env.name!r} runs on {'cpp' if cpp else 'pettingzoo'}. "
-            "Set env.opening_search_depth=0"
-        )
+    plies = cfg.env.opening_plies
+    if isinstance(plies, bool) or not isinstance(plies, int) or plies < 0:
+        raise ValueError(f"env.opening_plies must be an int >= 0, got {plies!r}")
     if plies == 0:
         return
-    if cpp:
-        game = BOARD_GAMES[cfg.env.name]
-        bound = game.core.max_searched_opening_plies if depth else game.core.max_opening_plies
+    if resolve_backend(cfg.env.name, cfg.env.backend, dict(cfg.env.kwargs)) == "cpp":
+        bound = BOARD_GAMES[cfg.env.name].core.max_opening_plies
         if plies > bound:
-            if depth:
-                why = "two cells stay empty"
-            else:
-                why = "a longer random opening could decide the game before either player acts"
-                why += "; env.opening_search_depth lifts it" if game.searched_openings else ""
+            why = "a longer random opening could decide the game before either player acts"
             raise ValueError(f"env.opening_plies={plies} is over {cfg.env.name}'s bound of {bound} ({why})")
         return
     reason = "it has one agent" if len(env.possible_agents) < 2 else None

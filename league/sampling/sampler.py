@@ -71,7 +71,6 @@ class Sampler:
         torch_threads: int = 1,
         env_backend: str = "pettingzoo",
         opening_plies: int = 0,
-        opening_search_depth: int = 0,
         matchup_draws: int = 0,
     ) -> None:
         import torch
@@ -98,7 +97,6 @@ class Sampler:
         self._rng = np.random.default_rng([seed, worker_index])
         # Training episodes only (exploring starts, league.envs.openings); evaluation plays whole games.
         self.opening_plies = opening_plies
-        self._opening_search_depth = opening_search_depth  # C++ games only (BoardBatchedEnv)
         self._train_env_fn = _EnvFactory(env, self._env_fn.kwargs, opening_plies, self._rng) if opening_plies else self._env_fn
         self._worker_index = worker_index
         self._factories: dict[str, PolicyFactory] = {}
@@ -123,13 +121,10 @@ class Sampler:
         """Training rollouts (league.sampling.batched_runner): the C++ board game batched, or
         ``num_envs`` copies of any env (opening with ``opening_plies`` random moves) behind
         the generic wrapper."""
-        if self._opening_search_depth and self._env_backend != "cpp":
-            raise ValueError(f"opening_search_depth needs a C++ game (env_backend='cpp'); {self._env_name!r} runs on "
-                             f"{self._env_backend!r}")
         if self._env_backend == "cpp":
             env: BatchedMultiAgentEnv = BoardBatchedEnv(
                 self._env_name, self.num_envs, seed=int(self._rng.integers(2**63)) if self.opening_plies else 0,
-                opening_plies=self.opening_plies, opening_search_depth=self._opening_search_depth,
+                opening_plies=self.opening_plies,
             )
         else:
             env = VectorizedEnv(self._train_env_fn, self.num_envs, self._env_name, max_consecutive_failures=self._max_failures)
