@@ -108,13 +108,13 @@ class LeagueConfig:
     """
 
     recipe: str = "selfplay"  # selfplay | fsp | pfsp | psro | alphastar
-    snapshot_steps: int = 100_000  # agent steps a learning player samples between snapshots
+    snapshot_steps: int = 12_000  # agent steps a learning player samples between snapshots
     # selfplay: one learning policy, its snapshots and fixed members.
     max_snapshots: int = 20  # oldest dropped beyond this
     self_play_prob: float = 0.2  # probability of playing the current policy itself
     opponent_sampling: str = "uniform"  # uniform | pfsp (over snapshots)
     # Fixed league members and their constant share of training games, e.g. {random: 0.1}.
-    fixed_opponents: dict[str, float] = field(default_factory=dict)
+    fixed_opponents: dict[str, float] = field(default_factory=lambda: {"random": 0.2})
     # Coordinated recipes (fsp, pfsp, psro, alphastar).
     num_main_agents: int = 1
     num_main_exploiters: int = 0  # alphastar only
@@ -124,7 +124,7 @@ class LeagueConfig:
     roles: dict[str, dict[str, Any]] = field(default_factory=dict)  # per-role recipe parameters
     payoff_decay: float = 0.99
     payoff_min_games: float = 5.0
-    eval_pairs: int = 0  # league-scheduled evaluation pairs per evaluation round (eval.interval)
+    eval_pairs: int = 4  # league-scheduled evaluation pairs per evaluation round (eval.interval)
     eval_episodes_per_pair: int = 8
     exploitability_interval: int = 0  # iterations between exact exploitability (OpenSpiel games)
     meta_game: str = "auto"  # exact | empirical | auto (exact on OpenSpiel games)
@@ -173,7 +173,7 @@ class EvalConfig:
 class StopConfig:
     """When the run ends (whichever comes first; 0 disables a criterion)."""
 
-    env_steps: int = 2_000_000
+    env_steps: int = 0
     iterations: int = 0
     time_s: float = 540.0
     win_rate: float = 0.0  # stop once eval win rate >= this (0: off)
@@ -202,7 +202,7 @@ class RayConfig:
 class CheckpointConfig:
     """Periodic checkpoints (a final one is always written when the run ends)."""
 
-    interval: int = 0  # training iterations (see IterationConfig) between checkpoints; 0: only the final one
+    interval: int = 20  # training iterations (see IterationConfig) between checkpoints; 0: only the final one
     keep_last: int = 3  # periodic checkpoints kept (older ones deleted); the final one is extra
     # Rebuild the samplers after each periodic checkpoint exactly as a resume from it would:
     # games in progress are dropped, and a resumed run then repeats the uninterrupted one
@@ -258,6 +258,10 @@ class RunConfig:
     # continue from; env, policies, algorithms and model shapes must match this config.
     resume: str | None = None
     verbose: bool = True
+    # A game's training settings (league.presets): auto, the env's own preset if a game plug-in
+    # has one; none; or a preset's name. Applied before validation (apply_preset), under the
+    # user's own settings; after that, the name of the preset applied (or none).
+    preset: str = "auto"
 
 
 def _is_section(f: dataclasses.Field) -> bool:
@@ -309,10 +313,7 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
         raise
     except TypeError as err:
         raise ValueError(f"env '{cfg.env.name}' rejected env.kwargs {cfg.env.kwargs}: {err}") from err
-    from league.run.env_checks import (
-        bound_fragment_memory, check_openings, check_search_game, check_symmetry, check_threat_planes, policy_group,
-        resolve_env_groups,
-    )
+    from league.run.env_checks import bound_fragment_memory, check_openings, check_symmetry, policy_group, resolve_env_groups
 
     try:
         specs = {agent: env.spec(agent) for agent in env.possible_agents}
@@ -325,8 +326,6 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
     spec = next(iter(specs.values()))
     specs_met = list(group_specs.values()) or [spec]  # what the algorithm's policies will see
     check_symmetry(cfg, specs_met)
-    check_search_game(cfg, specs_met)
-    check_threat_planes(cfg, specs_met)
     # The algorithm validates its own hyperparameters (unknown keys, ranges), for each spec it meets.
     for group_spec in specs_met:
         ALGORITHMS[cfg.algo.name](group_spec, cfg.algo.params)
@@ -378,11 +377,11 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
             f"ray.address {cfg.ray.address!r}: Ray Client (ray://) is not supported; run league-train on a "
             "cluster node with ray.address=auto (docs/CLUSTER.md)"
         )
-    from league.population.recipes import SCRIPTED_PLAYERS
+    from league.population.scripted import scripted_player_names
 
-    unknown_fixed = sorted(set(cfg.league.fixed_opponents) - set(SCRIPTED_PLAYERS))
+    unknown_fixed = sorted(set(cfg.league.fixed_opponents) - set(scripted_player_names()))
     if unknown_fixed:
-        raise ValueError(f"league.fixed_opponents has unknown player(s) {unknown_fixed}; known: {list(SCRIPTED_PLAYERS)}")
+        raise ValueError(f"league.fixed_opponents has unknown player(s) {unknown_fixed}; known: {scripted_player_names()}")
     if sum(cfg.league.fixed_opponents.values()) + cfg.league.self_play_prob > 1.0 + 1e-9:
         raise ValueError("league.fixed_opponents shares plus league.self_play_prob must sum to <= 1")
     if cfg.checkpoint.interval < 0 or cfg.checkpoint.keep_last < 1:
@@ -484,6 +483,7 @@ def run_config(
     *,
     env_kwargs: Mapping[str, Any] | None = None,
     groups: Mapping[str, Any] | None = None,
+    preset: str = "auto",
     **sections: Any,
 ) -> RunConfig:
     """A validated :class:`RunConfig` built in Python: the same object ``league-train``
@@ -498,13 +498,29 @@ def run_config(
         groups: the env's sides, ``{"predator": ["adversary_*"], "prey": ["agent_*"]}``
             (``env.groups``); a policy plays the group of its own name, or the one its
             :class:`PolicyConfig` names (``PolicyConfig("ppo", group="predator")``).
+        preset: a game's training settings (:mod:`league.presets`): ``auto`` (the env's own, as
+            ``league-train`` applies it), ``none``, or a preset's name; applied over the defaults
+            and under everything passed here (and :data:`PYTHON_DEFAULTS` but its league).
         sections: any other config section as a dict (``sampler={"num_envs": 16}``, ``seed=3``);
             merged over :data:`PYTHON_DEFAULTS`.
     """
+    from league.presets import apply_preset
+
     by_config = {cls.config_class: name for name, cls in ALGORITHMS.items()}
     values: dict[str, Any] = {key: dict(value) for key, value in PYTHON_DEFAULTS.items()}
     values["env"] = {"name": env, "kwargs": dict(env_kwargs or {}), "groups": {g: list(p) for g, p in (groups or {}).items()}}
     values["verbose"] = False
+    values["preset"] = preset
+    # What the caller set outranks the preset: its sections' keys, its policies and opponents,
+    # and the Python defaults of where and how quietly the run executes.
+    touched = {f"{key}.{sub}" for key, section in PYTHON_DEFAULTS.items() if key != "league" for sub in section}
+    touched |= {"env.kwargs", "env.groups"}
+    if policies:
+        touched.add("policies")
+    if opponents is not None:
+        touched.add("league.fixed_opponents")
+    for key, value in sections.items():
+        touched |= {f"{key}.{sub}" for sub in value} if isinstance(value, Mapping) else {key}
     for pid, algo_cfg in (policies or {}).items():
         if isinstance(algo_cfg, PolicyConfig):
             values.setdefault("policies", {})[pid] = dataclasses.asdict(algo_cfg)
@@ -517,4 +533,4 @@ def run_config(
         values["league"]["fixed_opponents"] = dict(opponents)
     for key, value in sections.items():
         values[key] = {**values.get(key, {}), **value} if isinstance(value, Mapping) and isinstance(values.get(key), dict) else value
-    return parse_run_config(values)
+    return parse_run_config(apply_preset(values, touched))

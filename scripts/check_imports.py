@@ -7,6 +7,9 @@ and every module of the package must belong to a layer. Imports are read with :m
 ``TYPE_CHECKING`` blocks excepted); a name imported from a package counts as an import
 of its submodule when one of that name exists.
 
+The game plug-ins (``league.games``) are imported by no module outside them but the CLI
+(:data:`GAME_IMPORTERS`), and circles are looked for with ``TYPE_CHECKING`` imports counted.
+
 Usage: ``python scripts/check_imports.py`` (exit status 1 and a list of violations, else 0).
 ``tests/test_import_graph.py`` runs the same check (:func:`violations`) with the tests.
 """
@@ -23,7 +26,8 @@ PACKAGE = ROOT / "league"
 #: Layers, lowest first: module (or package) prefixes under ``league.`` (``league`` alone:
 #: the package's ``__init__``, which may lazily expose the top, e.g. ``league.Trainer``).
 LAYERS: list[tuple[str, list[str]]] = [
-    ("core", ["league._core", "league.batch", "league.replay", "league.typecheck", "league.checkpoint"]),
+    ("core", ["league._core", "league.batch", "league.replay", "league.typecheck", "league.checkpoint", "league.registry",
+              "league.presets"]),
     ("envs", ["league.envs", "league.policy"]),
     ("runtime", ["league.runtime"]),
     ("flow", ["league.flow"]),
@@ -31,6 +35,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("learn", ["league.learn"]),
     ("algos", ["league.algos"]),
     ("population", ["league.population"]),
+    ("games", ["league.games"]),
     ("leagues", ["league.leagues"]),
     ("run", ["league.config", "league.resume", "league.metrics_log", "league.progress", "league.run", "league.trainer"]),
     ("report", ["league.report"]),
@@ -77,12 +82,13 @@ def _is_type_checking(node: ast.If) -> bool:
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
-def imports_of(path: Path, modules: set[str]) -> set[str]:
-    """The ``league`` modules that the file at ``path`` imports."""
+def imports_of(path: Path, modules: set[str], type_checking: bool = False) -> set[str]:
+    """The ``league`` modules that the file at ``path`` imports (``type_checking``: those of
+    ``TYPE_CHECKING`` blocks too)."""
     tree = ast.parse(path.read_text(), filename=str(path))
     skip: set[int] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.If) and _is_type_checking(node):
+        if not type_checking and isinstance(node, ast.If) and _is_type_checking(node):
             skip.update(id(n) for child in node.body for n in ast.walk(child))
     own = module_name(path)
     package = own if path.name == "__init__.py" else own.rpartition(".")[0]
@@ -105,11 +111,29 @@ def imports_of(path: Path, modules: set[str]) -> set[str]:
     return {m for m in found if m in modules and m != own}
 
 
-def graph() -> dict[str, set[str]]:
-    """Module -> the league modules it imports."""
+def graph(type_checking: bool = False) -> dict[str, set[str]]:
+    """Module -> the league modules it imports (``type_checking``: ``TYPE_CHECKING`` imports included)."""
     files = {module_name(p): p for p in PACKAGE.rglob("*.py")}
     modules = set(files) | {"league._core"}
-    return {name: imports_of(path, modules) for name, path in files.items()}
+    return {name: imports_of(path, modules, type_checking) for name, path in files.items()}
+
+
+#: The package of game plug-ins, and the only modules outside it that may import it: the core
+#: knows no game (plug-ins reach it through registries, loaded by entry point).
+GAMES = "league.games"
+GAME_IMPORTERS = ("league.cli",)
+
+
+def game_imports(edges: dict[str, set[str]]) -> list[str]:
+    """Imports of :data:`GAMES` by modules outside it and :data:`GAME_IMPORTERS`."""
+    inside = (GAMES, *GAME_IMPORTERS)
+    return [
+        f"{module} imports {target}"
+        for module, targets in sorted(edges.items())
+        if not any(module == p or module.startswith(p + ".") for p in inside)
+        for target in sorted(targets)
+        if target == GAMES or target.startswith(GAMES + ".")
+    ]
 
 
 def upward_imports(edges: dict[str, set[str]]) -> list[str]:
@@ -162,12 +186,15 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def violations(edges: dict[str, set[str]] | None = None) -> list[str]:
-    """Every violation of the layering in the import graph (``edges``: :func:`graph`'s by default)."""
+def violations(edges: dict[str, set[str]] | None = None, typed_edges: dict[str, set[str]] | None = None) -> list[str]:
+    """Every violation of the layering in the import graph (``edges``: :func:`graph`'s by default;
+    circles are looked for in ``typed_edges``, which counts ``TYPE_CHECKING`` imports too)."""
     edges = graph() if edges is None else edges
+    typed_edges = graph(type_checking=True) if typed_edges is None else typed_edges
     problems = [f"no layer: {module} (add its prefix to LAYERS)" for module in unlayered(edges)]
     problems += [f"upward import: {line}" for line in upward_imports(edges)]
-    problems += [f"circle: {' <-> '.join(c)}" for c in cycles(edges)]
+    problems += [f"game import outside the plug-ins: {line}" for line in game_imports(typed_edges)]
+    problems += [f"circle: {' <-> '.join(c)}" for c in cycles(typed_edges)]
     return problems
 
 

@@ -145,7 +145,8 @@ def test_random_actions_are_legal_and_cover_every_legal_move(name):
 def test_scripted_players_choose_on_batches_as_row_by_row(name, depth):
     """The batched scorers (table lookup, one search per distinct board) pick among exactly
     the moves the row-by-row search rates best, for real boards and arbitrary masks."""
-    from league.population.scripted import ConnectFourNegamaxPolicy, TicTacToeMinimaxPolicy
+    from league.games.connect_four.negamax import ConnectFourNegamaxPolicy
+    from league.games.tictactoe.minimax import TicTacToeMinimaxPolicy
 
     player = TicTacToeMinimaxPolicy(seed=0) if depth is None else ConnectFourNegamaxPolicy(depth=depth, seed=0)
     rng = np.random.default_rng(4)

@@ -208,21 +208,21 @@ def test_dqn_takes_several_gradient_steps_per_learner_call(learner, tmp_path, re
     [(algo, recipe) for algo in ALGOS for recipe in ("selfplay", "psro")] + [("ppo", r) for r in RECIPES if r not in ("selfplay", "psro")],
 )
 def test_the_default_jobs_mirrored_conv_under_every_algorithm(algo, recipe, tmp_path):
-    # `league-train algo=<any>` / `league=<any>` on connect four keeps the env file's model
-    # (the 4x4 conv averaged with its left-right mirror, reading the threat planes): every algorithm's network, snapshots,
-    # evaluation and checkpoint must carry the symmetry wrapper.
+    # The connect_four preset's model (the 4x4 conv averaged with its left-right mirror, reading
+    # the threat planes) under every algorithm: every network, snapshot, evaluation and
+    # checkpoint must carry the wrappers.
     from league.checkpoint import read_checkpoint
     from tests.run_helpers import composed_values
 
     board = composed_values("env=connect_four")["algo"]["params"]
     model = {key: board[key] for key in ("model", "model_kwargs")}
-    assert model["model_kwargs"]["symmetry"] == "flip_lr" and model["model_kwargs"]["threat_planes"] == "connect_four"
+    assert model["model_kwargs"] == {"symmetry": "flip_lr", "input_features": "connect_four_threats"}
     values = _values(algo, recipe, env="connect_four")
     values["algo"]["params"].update(model)
-    if algo == "ppo":  # the default job's PPO distils the four-ply search as well (algo/ppo_connect_four.yaml)
-        assert board["search_game"] == "connect_four"
-        values["algo"]["params"].update({k: board[k] for k in ("search_game", "search_coef", "search_depth")})
-    if recipe == "selfplay":  # the default job's league shares (league/selfplay_connect_four.yaml)
+    if algo == "ppo":  # the preset's PPO distils the four-ply search as well
+        assert (board["aux_loss"], board["aux_loss_kwargs"]) == ("connect_four_search", {"depth": 4})
+        values["algo"]["params"].update({k: board[k] for k in ("aux_loss", "aux_loss_coef", "aux_loss_kwargs")})
+    if recipe == "selfplay":  # the preset's league shares
         league = composed_values("env=connect_four")["league"]
         assert (league["self_play_prob"], league["fixed_opponents"]) == (0.5, {"random": 0.05})
         values["league"].update(self_play_prob=league["self_play_prob"], fixed_opponents=league["fixed_opponents"])
@@ -232,7 +232,7 @@ def test_the_default_jobs_mirrored_conv_under_every_algorithm(algo, recipe, tmp_
     weights = ckpt.policies[ckpt.league["learning"][0]]
     assert any(".base." in f".{key}" and "convs" in key for key in weights), sorted(weights)[:5]
     if algo == "ppo":
-        losses = [v for row in _rows(tmp_path / "run") for k, v in row.items() if k.endswith("/search_loss")]
+        losses = [v for row in _rows(tmp_path / "run") for k, v in row.items() if k.endswith("/aux_loss")]
         # Exactly 0 without the search; short games of a fresh policy hold wins and blunders to see.
         assert losses and all(math.isfinite(v) and v >= 0 for v in losses) and max(losses) > 0, losses
 
@@ -248,18 +248,3 @@ def test_matchups_drawn_in_blocks_under_every_recipe(algo, recipe, tmp_path):
     trainer, summary = _run(values, tmp_path / "run")
     _check_run(trainer, summary, tmp_path / "run", recipe)
     assert all(isinstance(s._runner.matchups, BlockedMatchups) for s in trainer.samplers)
-
-
-@pytest.mark.parametrize(("algo", "recipe"), [("ppo", "selfplay"), ("ppo", "alphastar"), ("dqn", "psro"), ("impala", "pfsp")])
-def test_the_endgame_search_on_connect_four(algo, recipe, tmp_path):
-    # PPO's distilled search solves the endgame (algo.params.search_endgame) and its samplers
-    # solve it for GAE's values (algo.params.endgame_values), for every algorithm's league,
-    # while snapshots are taken, evicted and evaluated.
-    values = _values(algo, recipe, env="connect_four")
-    if algo == "ppo":
-        values["algo"]["params"].update(search_game="connect_four", search_depth=4, search_endgame=12, endgame_values=12)
-    trainer, summary = _run(values, tmp_path / "run")
-    _check_run(trainer, summary, tmp_path / "run", recipe)
-    if algo == "ppo":
-        losses = [v for row in _rows(tmp_path / "run") for k, v in row.items() if k.endswith("/search_loss")]
-        assert losses and all(math.isfinite(v) and v >= 0 for v in losses) and max(losses) > 0, losses

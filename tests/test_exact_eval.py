@@ -22,9 +22,10 @@ from league.envs.base import AgentSpec  # noqa: E402
 from league.envs.openspiel_env import OpenSpielEnv  # noqa: E402
 from league.leagues import ExactMetaGame, make_league  # noqa: E402
 from league.policy import Policy, RandomPolicy  # noqa: E402
-from league.population import TicTacToeMinimaxPolicy  # noqa: E402
+from league.games.tictactoe.minimax import TicTacToeMinimaxPolicy  # noqa: E402
 from league.population.exploitability import exploitability, tabular_policy  # noqa: E402
 from league.trainer import Trainer  # noqa: E402
+from poker_helpers import league_table, openspiel_expected_return, openspiel_exploitability, openspiel_mixture_exploitability  # noqa: E402
 
 UNIFORM_KUHN = 0.458333  # exploitability of uniform random play in Kuhn poker
 MASK = np.array([[1, 1, 1, 1], [0, 1, 0, 1], [1, 0, 0, 0], [0, 0, 1, 1], [1, 1, 0, 1]], dtype=np.int8)
@@ -289,21 +290,31 @@ def test_dqn_psro_league_on_kuhn_logs_exploitability(tmp_path, env_kwargs: dict)
            "target_update_interval": 4, "epsilon_steps": 100, "replay_seed": 0}
     cfg = _kuhn_cfg(env_kwargs=env_kwargs, algo={"params": dqn})
     trainer = Trainer(cfg, tmp_path)
-    trainer.train()
-    trainer.close()
-    rows = [r for r in trainer.history if "exploitability" in r]
-    assert len(rows) == 4
-    snapshots = list(trainer.league.frozen_weights())
-    assert len(snapshots) >= 2, "too few snapshots: the exact meta-game was never filled"
-    assert any(r.get("main/loss") is not None for r in trainer.history), "DQN never trained"
-    last = rows[-1]["exploitability"]
-    assert 0.0 <= last["main"] <= 2.0
-    assert 0.0 <= last["meta_strategy"] <= 2.0
-    payoff = trainer.league.payoff
-    for a in snapshots:
-        for b in snapshots:
-            if a != b:
-                assert payoff.expected_return(a, b) == pytest.approx(-payoff.expected_return(b, a))
+    try:
+        trainer.train()
+        rows = [r for r in trainer.history if "exploitability" in r]
+        assert len(rows) == 4
+        snapshots = list(trainer.league.frozen_weights())
+        assert len(snapshots) >= 2, "too few snapshots: the exact meta-game was never filled"
+        assert any(r.get("main/loss") is not None for r in trainer.history), "DQN never trained"
+        # The logged figures, recomputed by OpenSpiel's own tree walks on the policies shown
+        # the training env's observations: main's exploitability, every frozen pair's payoff
+        # entry, and the exploitability of the meta-Nash mixture of the frozen players.
+        last = rows[-1]["exploitability"]
+        game, observe = pyspiel.load_game("kuhn_poker"), make_env("kuhn_poker", **env_kwargs).observe
+        main = league_table(game, trainer.algorithms["main"], trainer.learner.get_weights(["main"])["main"], observe)
+        assert last["main"] == pytest.approx(openspiel_exploitability(game, main), abs=1e-9)
+        tables = {pid: league_table(game, factory, weights, observe) for pid, (factory, weights) in trainer.league.frozen_policies().items()}
+        payoff = trainer.league.payoff
+        for a in tables:
+            for b in tables:
+                if a != b:
+                    assert payoff.expected_return(a, b) == pytest.approx(openspiel_expected_return(game, tables[a], tables[b]), abs=1e-9)
+        mixture = trainer.league.summary()["meta_strategy"]
+        expected = openspiel_mixture_exploitability(game, [tables[p] for p in mixture], list(mixture.values()))
+        assert last["meta_strategy"] == pytest.approx(expected, abs=1e-9)
+    finally:
+        trainer.close()
 
 
 def test_an_empirical_meta_game_on_kuhn_still_logs_exact_exploitability(tmp_path):

@@ -23,7 +23,7 @@ from torch import nn
 from league.learn.algorithm import Algorithm, add_version_buffer
 from league.algos.distributions import SQUASHES, ActionDist, action_dist
 from league.algos.models import build_model, update_normalizers
-from league.algos.postprocessing import compute_gae, cut_at_solved, segment_gae
+from league.algos.postprocessing import compute_gae, segment_gae
 from league.algos.torch_policy import ActorCriticPolicy
 from league.batch import Columns as C
 from league.batch import SampleBatch
@@ -124,21 +124,11 @@ class GAEActorCritic(ActorCriticAlgorithm):
     def postprocess_trajectory(self, traj: SampleBatch, next_step: Mapping[str, np.ndarray] | None) -> SampleBatch:
         """Adds ``advantages`` and ``value_targets`` (GAE on rewards times ``reward_scale``) to one
         agent's trajectory chunk, bootstrapping from V(next state) unless the chunk ended in termination."""
-        exact = self.exact_values(traj)
-        if exact is not None:  # returns cut at solved positions
-            return self._segment_gae(traj, np.zeros(1, dtype=np.int64), [next_step], exact)
         traj[C.ADVANTAGES], traj[C.VALUE_TARGETS] = compute_gae(
             self._gae_rewards(traj[C.REWARDS]), traj[C.VF_PREDS], self._bootstrap_value(next_step),
             self.config.gamma, self.config.lam,
         )
         return traj
-
-    def exact_values(self, batch: SampleBatch) -> tuple[np.ndarray, np.ndarray] | None:
-        """``(solved, values)``: the rows whose value is known exactly (``bool[R]``) and those
-        values (``float32[R]``, in reward units times ``reward_scale``), or None (the default:
-        none is). GAE then takes them as the values there and stops returns at them
-        (:func:`~league.algos.postprocessing.cut_at_solved`); PPO's ``endgame_values``."""
-        return None
 
     def postprocess_segments(
         self, batch: SampleBatch, starts: np.ndarray, next_steps: Sequence[Mapping[str, np.ndarray] | None]
@@ -154,15 +144,8 @@ class GAEActorCritic(ActorCriticAlgorithm):
             return SampleBatch.concat(
                 self.postprocess_trajectory(batch[s:e], step) for s, e, step in zip(starts.tolist(), ends, next_steps)
             )
-        return self._segment_gae(batch, starts, next_steps, self.exact_values(batch))
-
-    def _segment_gae(self, batch: SampleBatch, starts: np.ndarray, next_steps: Sequence[Mapping[str, np.ndarray] | None],
-                     exact: tuple[np.ndarray, np.ndarray] | None) -> SampleBatch:
-        """Adds GAE's columns to ``batch``'s chunks at once, with the ``exact`` values if any."""
         bootstrap = np.array([self._bootstrap_value(step) for step in next_steps], dtype=np.float32)
         values = batch[C.VF_PREDS]
-        if exact is not None:
-            values, starts, bootstrap = cut_at_solved(values, starts, bootstrap, *exact)
         batch[C.ADVANTAGES], batch[C.VALUE_TARGETS] = segment_gae(
             self._gae_rewards(batch[C.REWARDS]), values, starts, bootstrap, self.config.gamma, self.config.lam
         )

@@ -29,7 +29,7 @@ import torch.distributed as dist
 from torch import nn
 
 from league.algos.activations import Tanh
-from league.algos.board_search import THREAT_PLANES, BoardRules, board_rules, threat_planes
+from league.algos.seams import INPUT_FEATURES, InputFeatures
 from league.algos.wrapping import ModelWrapper
 
 __all__ = ["MLPModel", "ConvModel", "NatureCNNModel", "build_model", "input_features", "resolve_model_kind", "MIN_IMAGE_SIDE", "RunningMeanStd", "PopArtValue", "ActorCriticModel"]
@@ -321,66 +321,62 @@ MODEL_KINDS = ("auto", "mlp", "conv", "nature_cnn")
 def build_model(kind: str, obs_shape: Sequence[int], num_actions: int, **kwargs) -> nn.Module:
     """``kind`` is ``"mlp"``, ``"conv"``, ``"nature_cnn"`` or ``"auto"``: nature_cnn for ``[H, W, C]``
     images (both sides at least ``MIN_IMAGE_SIDE`` = 32), conv for smaller ``[H, W, C]`` (boards), else
-    mlp; ``kwargs`` go to the model (``hidden``, ``separate_networks``, ``normalize_obs``, ...)."""
+    mlp; ``kwargs`` go to the model (``hidden``, ``separate_networks``, ``normalize_obs``, ...), but for
+    ``symmetry`` (a group the model is averaged over: :mod:`league.algos.symmetry`) and
+    ``input_features`` (a registered name: :data:`league.algos.seams.INPUT_FEATURES`)."""
     from league.algos.symmetry import symmetrize  # the wrapper is built on these models
 
     symmetry = kwargs.pop("symmetry", None)
-    method = kwargs.pop("symmetry_method", "average")
-    if symmetry is None and method != "average":
-        raise ValueError(f"model_kwargs.symmetry_method={method!r} needs model_kwargs.symmetry (one of d4, flip_lr)")
-    game = kwargs.pop("threat_planes", None)
-    if game is None:
-        return symmetrize(_build_base_model(kind, obs_shape, num_actions, **kwargs), symmetry, obs_shape, num_actions, method)
-    rules = board_rules(game, obs_shape, num_actions, setting="algo.params.model_kwargs.threat_planes")
+    name = kwargs.pop("input_features", None)
+    if name is None:
+        return symmetrize(_build_base_model(kind, obs_shape, num_actions, **kwargs), symmetry, obs_shape, num_actions)
+    features = INPUT_FEATURES.get(name, "algo.params.model_kwargs.input_features")(tuple(obs_shape), num_actions)
     if kwargs.get("normalize_obs"):
-        raise ValueError("model_kwargs.threat_planes reads 0/1 board planes; normalize_obs would rescale them: "
-                         "set algo.params.normalize_obs=false")
-    # The planes go in first and the symmetry acts on them with the board: they are functions
-    # of the board that move with it (a mirrored board's planes are its planes mirrored), so
-    # each row's planes are read once however many copies the symmetry averages.
-    shape = (*obs_shape[:-1], obs_shape[-1] + len(THREAT_PLANES))
-    return ThreatPlanesModel(symmetrize(_build_base_model(kind, shape, num_actions, **kwargs), symmetry, shape,
-                                        num_actions, method), rules, int(obs_shape[-1]))
+        raise ValueError("model_kwargs.input_features are exact functions of the raw observations; normalize_obs would "
+                         "rescale what the model reads beside them: set algo.params.normalize_obs=false")
+    # The features go in first and the symmetry acts on them with the observation: they are
+    # functions of the board that move with it (a mirrored board's planes are its planes
+    # mirrored), so each row's features are read once however many copies the symmetry averages.
+    shape = (*obs_shape[:-1], obs_shape[-1] + features.channels)
+    return InputFeaturesModel(symmetrize(_build_base_model(kind, shape, num_actions, **kwargs), symmetry, shape, num_actions),
+                              features, int(obs_shape[-1]))
 
 
-class ThreatPlanesModel(ModelWrapper):
-    """``base`` reading board observations with their threat planes appended as channels
-    (``model_kwargs.threat_planes``; :func:`league.algos.board_search.threat_planes`: the cells
-    a move fills now, each side's threat cells, the immediate wins and forced blocks among
-    them, and each side's double threats).
+class InputFeaturesModel(ModelWrapper):
+    """``base`` reading observations with fixed input features appended as channels on the last
+    axis (``model_kwargs.input_features``: a game plug-in's, e.g. connect four's threat planes).
 
-    The planes are exact functions of the board, as AlphaGo's input features (liberties,
-    ladders) were of the Go board: the network reads "this column wins now" from one cell
-    instead of learning it from a window of four plus the cell below. ``base`` maps
-    ``[B, H, W, C + 7]``; so this maps ``[B, H, W, C]``. Attributes the wrapper lacks (heads,
-    normalisers) are read from ``base``.
+    The features are exact functions of the observation, as AlphaGo's input features
+    (liberties, ladders) were of the Go board: the network reads "this column wins now" from
+    one cell instead of learning it from a window of cells. ``base`` maps ``[..., C + F]``;
+    so this maps ``[..., C]``. Attributes the wrapper lacks (heads, normalisers) are ``base``'s.
     """
 
-    def __init__(self, base: nn.Module, rules: BoardRules, obs_channels: int = 2) -> None:
+    def __init__(self, base: nn.Module, features: InputFeatures, obs_channels: int) -> None:
         super().__init__()
         self.base = base
-        self.rules = rules
-        self.feature_channels = obs_channels + len(THREAT_PLANES)  # what base reads
+        self.features = features
+        self.feature_channels = obs_channels + features.channels  # what base reads
 
     def input_features(self, obs: torch.Tensor) -> torch.Tensor:
-        """``[B, H, W, C + 7]``: the observations with their planes appended, what ``base``
-        reads. A learner taking several passes over one batch (PPO's epochs) reads them once
-        and hands these to :meth:`forward`."""
-        return torch.cat([obs, threat_planes(obs, self.rules)], -1)  # planes on obs's device
+        """``[..., C + F]``: the observations with their features appended, what ``base`` reads.
+        A learner taking several passes over one batch (PPO's epochs) reads them once and hands
+        these to :meth:`forward`."""
+        return torch.cat([obs, self.features(obs)], -1)
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(logits, value)`` of ``base`` on board observations ``[B, H, W, C]``, or on their
-        :meth:`input_features` ``[B, H, W, C + 7]`` (told apart by the channel count)."""
-        with_planes = obs.shape[-1] == self.feature_channels
-        return self.base(obs if with_planes else self.input_features(obs))
+        """``(logits, value)`` of ``base`` on observations ``[..., C]``, or on their
+        :meth:`input_features` ``[..., C + F]`` (told apart by the channel count)."""
+        with_features = obs.shape[-1] == self.feature_channels
+        return self.base(obs if with_features else self.input_features(obs))
 
     def extra_repr(self) -> str:
-        return f"threat_planes=(rows={self.rules.rows}, cols={self.rules.cols}, k={self.rules.k}, gravity={self.rules.gravity})"
+        return f"input_features={self.features!r}"
 
 
 def input_features(model: nn.Module, obs: torch.Tensor) -> torch.Tensor:
     """What ``model`` computes from ``obs`` before its trainable layers, where it says
-    (``input_features``: :class:`ThreatPlanesModel`'s planes), else ``obs``; ``model`` takes either.
+    (``input_features``: :class:`InputFeaturesModel`'s), else ``obs``; ``model`` takes either.
     Learners read it once per batch instead of once per minibatch and epoch."""
     features = getattr(model, "input_features", None)
     return obs if features is None else features(obs)

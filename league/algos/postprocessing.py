@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["discount_cumsum", "compute_gae", "cut_at_solved", "segment_gae"]
+__all__ = ["discount_cumsum", "compute_gae", "segment_gae"]
 
 
 def discount_cumsum(x: np.ndarray, gamma: float) -> np.ndarray:
@@ -33,35 +33,6 @@ def compute_gae(
     deltas = rewards.astype(np.float32, copy=False) + gamma * next_values - values
     adv = discount_cumsum(deltas, gamma * lam)
     return adv, (adv + values).astype(np.float32)
-
-
-def cut_at_solved(
-    values: np.ndarray, starts: np.ndarray, bootstrap: np.ndarray, solved: np.ndarray, exact: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """GAE's inputs with the ``solved`` rows' values known exactly (``exact``): returns stop there.
-
-    ``values`` ``[R]``, chunk after chunk (``starts``: each chunk's first row, ``bootstrap``:
-    the value after each chunk), as ``segment_gae`` takes them. Returns the same three with
-    every solved row's value replaced by its exact one and made a chunk of its own, and the
-    row before a solved row ending its chunk with that row's exact value as the bootstrap.
-    GAE on them credits a move with the exact value of the solved position it led to, not
-    with the rest of the game as played (whoever blundered there), and a move in a solved
-    position with ``r + gamma * V*(next) - V*(here)``: 0 for a best move, negative for one
-    that gives the result away. A solved position after the chunk's end (the next fragment)
-    keeps the critic's bootstrap.
-    """
-    n = len(values)
-    values = np.where(solved, exact, values).astype(np.float32)
-    ends = np.append(starts[1:], n)
-    chunk_of = np.repeat(np.arange(len(starts)), ends - starts)
-    first = np.zeros(n, dtype=bool)
-    first[starts] = True
-    new_starts = np.flatnonzero(first | solved)
-    new_ends = np.append(new_starts[1:], n)
-    # A new chunk ends where an old one did (its bootstrap stays), or right before a solved row.
-    at_old_end = np.isin(new_ends, ends)
-    new_bootstrap = np.where(at_old_end, bootstrap[chunk_of[new_ends - 1]], values[np.minimum(new_ends, n - 1)])
-    return values, new_starts, new_bootstrap.astype(np.float32)
 
 
 def segment_gae(

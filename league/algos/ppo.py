@@ -1,9 +1,9 @@
 """Proximal Policy Optimisation (Schulman et al. 2017) with action masking.
 
 Clipped surrogate objective, GAE computed on the sampler, optionally clipped value
-loss, entropy bonus, minibatch SGD epochs and gradient-norm clipping; on k-in-a-row boards,
-optionally (``search_game``) a term that distils an exact two-ply search into the policy
-(:mod:`league.algos.board_search`). The whole update reads top to bottom in
+loss, entropy bonus, minibatch SGD epochs and gradient-norm clipping, and optionally an
+auxiliary loss a game plug-in registers (``aux_loss``: e.g. a search distilled into the
+policy; :mod:`league.algos.seams`). The whole update reads top to bottom in
 :meth:`PPO.learn`; the training loop is :meth:`PPO.plan_fragment`.
 
 On-policy by default. With ``ParallelRollouts(mode="async")`` each sampler keeps one
@@ -30,15 +30,14 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import torch
 from torch import nn
 
 from league.algos.actor_critic import VALUE_SCALE, ActorCriticOptions, GAEActorCritic
-from league.algos.board_search import BoardRules, board_rules, check_search_game, connect_four_endgame_values, search_approved
 from league.learn.algorithm import PolicyState, batch_to_tensors
-from league.algos.distributions import MASKED_LOGIT, ActionDist, Categorical, masked_log_probs
+from league.algos.distributions import ActionDist, Categorical
 from league.algos.models import input_features
+from league.algos.seams import AUXILIARY_LOSSES, AuxiliaryLoss, auxiliary_loss
 from league.algos.schedules import LinearSchedule
 from league.algos.sgd import check_max_policy_lag, check_minibatch_size, minibatch_sgd
 from league.batch import Columns as C
@@ -49,7 +48,7 @@ if TYPE_CHECKING:
     from league.flow.iterators import LocalIterator
     from league.runtime.faces import LearnerHandle
 
-__all__ = ["PPOConfig", "PPO", "ppo_loss_terms", "PPO_STATS", "PPO_INPUTS", "SEARCH_APPROVED"]
+__all__ = ["PPOConfig", "PPO", "ppo_loss_terms", "PPO_STATS", "PPO_INPUTS", "AUX_TARGETS"]
 
 
 @dataclass
@@ -74,18 +73,11 @@ class PPOConfig(ActorCriticOptions):
     standardize_advantages: bool = True
     # Train on rows produced by weights at most this many updates old (0: on-policy).
     max_policy_lag: int = 0
-    # A board game whose exact two-ply search (league/algos/board_search.py) is distilled into
-    # the policy: search_coef * -log(probability of the moves the search does not refute).
-    search_game: str | None = None
-    search_coef: float = 1.0
-    search_depth: int = 2
-    # Connect four: positions with at most this many empty cells are searched to the end of
-    # the game instead (0: off), so the distilled moves there are the game's exact best.
-    search_endgame: int = 0
-    # Connect four (search_game): positions with at most this many empty cells take their exact
-    # value under perfect play (solved on the sampler) as GAE's values, and returns stop there,
-    # so earlier moves are credited with the solved result, not the rest of the game as played.
-    endgame_values: int = 0
+    # An auxiliary loss a game plug-in registers (league.algos.seams.AUXILIARY_LOSSES), e.g.
+    # connect_four_search: aux_loss_coef times it is added to the loss; aux_loss_kwargs go to it.
+    aux_loss: str | None = None
+    aux_loss_coef: float = 1.0
+    aux_loss_kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.check_options("ppo")
@@ -98,17 +90,17 @@ class PPOConfig(ActorCriticOptions):
             raise ValueError(f"ppo.lr_anneal_updates and ppo.lr_final must be >= 0, got {self.lr_anneal_updates}, {self.lr_final}")
         if not 0 <= self.gamma <= 1 or not 0 <= self.lam <= 1:
             raise ValueError(f"ppo.gamma and ppo.lam must lie in [0, 1], got {self.gamma}, {self.lam}")
-        if not self.search_coef >= 0:
-            raise ValueError(f"ppo.search_coef must be >= 0, got {self.search_coef}")
-        check_search_game(self.search_game, self.search_depth, self.search_endgame, self.endgame_values)
+        if not self.aux_loss_coef >= 0:
+            raise ValueError(f"ppo.aux_loss_coef must be >= 0, got {self.aux_loss_coef}")
+        if self.aux_loss is not None:
+            AUXILIARY_LOSSES.get(self.aux_loss, "algo.params.aux_loss")  # a known name, or an error listing them
 
 
 #: Names of the statistics :func:`ppo_loss_terms` returns, in order.
-PPO_STATS = ("total_loss", "policy_loss", "vf_loss", "entropy", "approx_kl", "clip_frac", "search_loss")
+PPO_STATS = ("total_loss", "policy_loss", "vf_loss", "entropy", "approx_kl", "clip_frac", "aux_loss")
 
-#: The column of moves a two-ply search does not refute (``bool[B, A]``), added by
-#: :meth:`PPO.learn` when ``search_game`` is set.
-SEARCH_APPROVED = "search_approved"
+#: The column of the auxiliary loss's targets, added by :meth:`PPO.learn` when ``aux_loss`` is set.
+AUX_TARGETS = "aux_targets"
 
 #: The batch columns PPO's loss reads.
 PPO_INPUTS = (C.OBS, C.ACTIONS, C.ACTION_MASK, C.ACTION_LOGP, C.VF_PREDS, C.ADVANTAGES, C.VALUE_TARGETS)
@@ -119,6 +111,7 @@ def ppo_loss_terms(
     model: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]],
     mb: dict[str, torch.Tensor],
     dist: ActionDist = Categorical(),
+    aux: AuxiliaryLoss | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The PPO loss on one minibatch and its :data:`PPO_STATS` as one detached tensor.
 
@@ -146,17 +139,15 @@ def ppo_loss_terms(
     vf_loss = 0.5 * vf_err.mean()
     ent = ent.mean()
     loss = pg_loss + cfg.vf_coef * vf_loss - cfg.entropy_coef * ent
-    search_loss = torch.zeros((), device=ent.device)
-    if SEARCH_APPROVED in mb:  # the approved moves' log-probability; 0 where every legal move is approved
-        ok = mb[SEARCH_APPROVED]
-        approved = masked_log_probs(dist_inputs, mb[C.ACTION_MASK]).masked_fill(~ok, MASKED_LOGIT).logsumexp(-1)
-        search_loss = -torch.where(ok.any(-1), approved, torch.zeros_like(approved)).mean()  # rows with no legal move: 0
-        loss = loss + cfg.search_coef * search_loss
+    aux_loss = torch.zeros((), device=ent.device)
+    if aux is not None:
+        aux_loss = aux.loss(dist_inputs, mb[C.ACTION_MASK], mb[AUX_TARGETS])
+        loss = loss + cfg.aux_loss_coef * aux_loss
 
     with torch.no_grad():
         kl = ((ratio - 1) - log_ratio).mean()
         clip_frac = ((ratio - 1).abs() > cfg.clip_param).float().mean()
-        stats = torch.stack([loss, pg_loss, vf_loss, ent, kl, clip_frac, search_loss]).detach()
+        stats = torch.stack([loss, pg_loss, vf_loss, ent, kl, clip_frac, aux_loss]).detach()
     return loss, stats
 
 
@@ -168,21 +159,11 @@ class PPO(GAEActorCritic):
 
     def __init__(self, agent_spec: AgentSpec, config: Mapping[str, Any] | None = None) -> None:
         super().__init__(agent_spec, config)
-        game = self.config.search_game
-        #: The rules of ``search_game`` for this agent, or None: a game that does not fit the
-        #: agent's observations and actions fails here, by name.
-        self.search_rules: BoardRules | None = (
-            None if game is None else board_rules(game, agent_spec.obs_shape, agent_spec.num_actions)
+        #: The auxiliary loss built for this agent, or None: one that does not fit the agent's
+        #: observations and actions fails here, by name.
+        self.aux: AuxiliaryLoss | None = auxiliary_loss(
+            self.config.aux_loss, agent_spec.obs_shape, agent_spec.num_actions, self.config.aux_loss_kwargs
         )
-
-    def exact_values(self, batch: SampleBatch) -> tuple[np.ndarray, np.ndarray] | None:
-        """``endgame_values``: connect-four positions with at most that many empty cells,
-        solved to the end by the C++ core (:func:`connect_four_endgame_values`); else None."""
-        cells = self.config.endgame_values
-        if not cells:
-            return None
-        solved, values = connect_four_endgame_values(batch[C.OBS], batch[C.ACTION_MASK], cells, self.config.gamma, torch.get_num_threads())
-        return solved, values * np.float32(self.config.reward_scale)
 
     def learn(self, state: PolicyState, batch: SampleBatch) -> dict[str, float]:
         """``num_epochs`` passes of shuffled minibatch SGD on the clipped PPO loss."""
@@ -190,9 +171,9 @@ class PPO(GAEActorCritic):
         self._anneal_lr(state)
         t = batch_to_tensors(batch, self.loss_inputs(*PPO_INPUTS), next(state.model.parameters()).device)
         self.prepare(state.model, t)
-        if self.search_rules is not None:
-            t[SEARCH_APPROVED] = search_approved(t[C.OBS], t[C.ACTION_MASK], self.search_rules, cfg.search_depth, cfg.search_endgame)
-        # What the model computes before its trainable layers (threat planes), once for all epochs.
+        if self.aux is not None:  # the auxiliary loss's targets (e.g. a search's moves), once for all epochs
+            t[AUX_TARGETS] = self.aux.targets(t[C.OBS], t[C.ACTION_MASK])
+        # What the model computes before its trainable layers (input features), once for all epochs.
         t[C.OBS] = input_features(state.model, t[C.OBS])
         return minibatch_sgd(
             self.loss, state, t, len(batch), cfg.num_epochs, cfg.minibatch_size, cfg.max_grad_norm, "PPO"
@@ -201,10 +182,10 @@ class PPO(GAEActorCritic):
     def loss(self, model: nn.Module, mb: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """Clipped surrogate + (clipped) value loss - entropy bonus on one minibatch; the statistics
         are 0-dim tensors (read back once per update by :func:`~league.algos.sgd.minibatch_sgd`)."""
-        loss, stats = ppo_loss_terms(self.config, model, mb, self.dist)
+        loss, stats = ppo_loss_terms(self.config, model, mb, self.dist, self.aux)
         named = dict(zip(PPO_STATS, stats.unbind()))
-        if self.search_rules is None:  # always 0 then: not a statistic of this run
-            del named["search_loss"]
+        if self.aux is None:  # always 0 then: not a statistic of this run
+            del named["aux_loss"]
         return loss, named
 
     def _anneal_lr(self, state: PolicyState) -> None:
@@ -216,12 +197,12 @@ class PPO(GAEActorCritic):
 
     def stack_key(self) -> Hashable | None:
         """PPO policies whose configs agree on everything but ``lr`` can share one stacked update
-        (never with running normalisers, Box or MultiDiscrete actions, a distilled search or threat
-        planes: the stacked update keeps none of them, and vmap cannot map the planes' C++ reading)."""
+        (never with running normalisers, Box or MultiDiscrete actions, an auxiliary loss or input
+        features: the stacked update keeps none of them, and vmap cannot map a plug-in's C++ reading)."""
         cfg = self.config
-        if cfg.normalize_obs or cfg.normalize_values or cfg.search_game is not None or not isinstance(self.dist, Categorical):
+        if cfg.normalize_obs or cfg.normalize_values or cfg.aux_loss is not None or not isinstance(self.dist, Categorical):
             return None
-        if (cfg.model_kwargs or {}).get("threat_planes") is not None:
+        if (cfg.model_kwargs or {}).get("input_features") is not None:
             return None
         values = dataclasses.asdict(self.config)
         values.pop("lr")
@@ -244,7 +225,7 @@ class PPO(GAEActorCritic):
         results = stacked_minibatch_sgd(
             loss_terms, PPO_STATS, states, batches, PPO_INPUTS, cfg.num_epochs, cfg.minibatch_size, cfg.max_grad_norm, "PPO"
         )
-        return [{k: v for k, v in r.items() if k != "search_loss"} for r in results]  # stacking excludes the search
+        return [{k: v for k, v in r.items() if k != "aux_loss"} for r in results]  # stacking excludes auxiliary losses
 
     def plan_fragment(self, rollouts: LocalIterator, learner: LearnerHandle, policy_ids: list[str]) -> LocalIterator:
         """Rollouts -> SelectExperiences -> ConcatBatches -> TrainOneStep (fresh rows only).

@@ -13,19 +13,6 @@ so the policy and value are exactly invariant (Q-values too: DQN reads the logit
 every algorithm and at every step, with no change to samples, losses or replay. It costs
 one forward per symmetry (batched into one call).
 
-``method="canonical"`` gets the same exact invariance for one forward: each observation is
-replaced by one fixed member of its orbit (the copy with the smallest key, a fixed random
-projection of the flat observation), the network runs on that copy only, and its actions are
-mapped back. A board that is its own mirror (or rotation) has several copies with the same
-key; their action maps are averaged, so its policy is symmetric as well:
-
-    logits(s, a) = mean_{g : g s = c(s)} f(c(s))[g a]          value(s) = v(c(s))
-
-The network sees only canonical boards; each position and its transforms share one output,
-as under averaging, at ``1 / G`` of the network cost. On connect four's default job it learned
-less per sample than averaging (benchmarks/results/strength_history.md), so the board
-files average.
-
 Groups, named by geometry (``model_kwargs.symmetry`` in an algorithm's params):
 
 * ``d4``: observations ``[n, n, C]``, actions the ``n * n`` cells, action ``a`` being cell
@@ -44,14 +31,9 @@ from torch import nn
 
 from league.algos.wrapping import ModelWrapper
 
-__all__ = ["SYMMETRIES", "SYMMETRY_METHODS", "symmetry_group", "SymmetrizedModel", "symmetrize"]
+__all__ = ["SYMMETRIES", "symmetry_group", "SymmetrizedModel", "symmetrize"]
 
 SYMMETRIES = ("d4", "flip_lr")
-#: How :class:`SymmetrizedModel` makes the network invariant (``model_kwargs.symmetry_method``).
-SYMMETRY_METHODS = ("average", "canonical")
-#: Seed of the canonical key's projection: fixed, so every process picks the same copy.
-_KEY_SEED = 20261127
-
 
 def _grid_transforms(kind: str, rows: int, cols: int) -> list[np.ndarray]:
     """Each element as ``src[r, c]``: the original cell index that lands on cell ``(r, c)``."""
@@ -102,50 +84,30 @@ class SymmetrizedModel(ModelWrapper):
     this. Attributes the wrapper lacks (a value normaliser, heads) are read from ``base``.
     """
 
-    def __init__(self, base: nn.Module, kind: str, obs_shape: Sequence[int], num_actions: int, method: str = "average") -> None:
+    def __init__(self, base: nn.Module, kind: str, obs_shape: Sequence[int], num_actions: int) -> None:
         super().__init__()
-        if method not in SYMMETRY_METHODS:
-            raise ValueError(f"unknown symmetry_method {method!r}; known: {list(SYMMETRY_METHODS)}")
         obs_src, action_map = symmetry_group(kind, obs_shape, num_actions)
         self.base = base
         self.kind = kind
-        self.method = method
         self.obs_shape = tuple(int(s) for s in obs_shape)
         self.register_buffer("obs_src", torch.as_tensor(obs_src), persistent=False)
         self.register_buffer("action_map", torch.as_tensor(action_map), persistent=False)
-        # float64 Gaussian weights: two different observations get the same key with probability 0
-        # (float32 sums of 0/1 boards could collide); a buffer of its own generator, so building
-        # the model draws nothing from the global RNG and checkpoints carry no extra state.
-        key = torch.randn(obs_src.shape[1], generator=torch.Generator().manual_seed(_KEY_SEED), dtype=torch.float64)
-        self.register_buffer("key_weights", key, persistent=False)
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Invariant ``(logits, value)``: group-averaged, or of the canonical copy (``method``)."""
+        """Invariant ``(logits, value)``: the mean over the group's copies of the board."""
         batch = obs.shape[0]
         groups, size = self.obs_src.shape
         copies = obs.reshape(batch, size)[:, self.obs_src]  # [B, G, D]
         index = self.action_map.unsqueeze(0).expand(batch, groups, -1)  # [B, G, A]
-        if self.method == "average":
-            logits, value = self.base(copies.reshape(batch * groups, *self.obs_shape))
-            logits = torch.gather(logits.reshape(batch, groups, -1), 2, index).mean(dim=1)
-            return logits, value.reshape(batch, groups).mean(dim=1)
-        keys = (copies.double() * self.key_weights).sum(-1)  # [B, G]; equal exactly for equal copies
-        pick = keys.argmin(dim=1)
-        logits, value = self.base(copies[torch.arange(batch, device=obs.device), pick].reshape(batch, *self.obs_shape))
-        # Every element mapping the board onto its canonical copy (several when the board is its
-        # own transform) reads the same output through its own action map; their mean is symmetric.
-        onto = (keys == keys.min(dim=1, keepdim=True).values).to(logits.dtype)  # [B, G]
-        mapped = torch.gather(logits.unsqueeze(1).expand(batch, groups, -1), 2, index)
-        logits = (mapped * onto.unsqueeze(-1)).sum(dim=1) / onto.sum(dim=1, keepdim=True)
-        return logits, value
+        logits, value = self.base(copies.reshape(batch * groups, *self.obs_shape))
+        logits = torch.gather(logits.reshape(batch, groups, -1), 2, index).mean(dim=1)
+        return logits, value.reshape(batch, groups).mean(dim=1)
 
     def extra_repr(self) -> str:
-        return (f"symmetry={self.kind!r}, method={self.method!r}, elements={int(self.obs_src.shape[0])}, "
+        return (f"symmetry={self.kind!r}, elements={int(self.obs_src.shape[0])}, "
                 f"obs_shape={list(self.obs_shape)}")
 
 
-def symmetrize(model: nn.Module, kind: str | None, obs_shape: Sequence[int], num_actions: int,
-               method: str = "average") -> nn.Module:
-    """``model`` made invariant under symmetry ``kind`` by ``method`` (:data:`SYMMETRY_METHODS`);
-    ``model`` itself when ``kind`` is None."""
-    return model if kind is None else SymmetrizedModel(model, kind, obs_shape, num_actions, method)
+def symmetrize(model: nn.Module, kind: str | None, obs_shape: Sequence[int], num_actions: int) -> nn.Module:
+    """``model`` made invariant under symmetry ``kind`` (averaged over its copies); ``model`` itself when ``kind`` is None."""
+    return model if kind is None else SymmetrizedModel(model, kind, obs_shape, num_actions)

@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from league.cli.eval_meta import META_STRATEGY, meta_strategy_player
-from league.population.scripted import ConnectFourNegamaxPolicy, scripted_factory
+from league.population.scripted import SCRIPTED_PLAYERS, scripted_factory, scripted_player_names
 
 if TYPE_CHECKING:
     from league.learn.algorithm import Algorithm
@@ -176,7 +176,7 @@ def evaluate_checkpoint(
     spec, order, turn_based = eval_games.describe_env(env_cfg["name"], env_kwargs, seed)
     if opening_plies and not turn_based:
         raise ValueError(f"opening_plies needs a two-player turn-based env; {env_cfg['name']!r} has agents {order}, not one acting at a time")
-    if tactics and (tuple(spec.obs_shape), spec.num_actions) != (ConnectFourNegamaxPolicy.obs_shape, ConnectFourNegamaxPolicy.num_actions):
+    if tactics and (tuple(spec.obs_shape), spec.num_actions) != (eval_games.TACTICS_RULES.obs_shape, eval_games.TACTICS_RULES.num_actions):
         raise ValueError(f"tactics=true scores connect-four positions; this checkpoint's env is {env_cfg['name']!r}")
     learning = list(ckpt.league.get("learning") or [])
     players = list(policies) if policies else learning
@@ -195,10 +195,10 @@ def evaluate_checkpoint(
             factories[pid] = algorithm(pid)
         elif pid == META_STRATEGY:
             factories[pid], mixture = meta_strategy_player(ckpt, {lid: algorithm(lid) for lid in learning})
-        elif pid in ("random", "negamax", "minimax"):
-            factories[pid] = scripted_factory(pid, spec, depth, scripted_random_ties)
+        elif pid == "random" or pid in SCRIPTED_PLAYERS:
+            factories[pid] = scripted_factory(pid, spec, depth, scripted_random_ties, setting="opponents")
         else:
-            raise ValueError(f"unknown opponent '{pid}'; known: random, negamax, minimax, {META_STRATEGY}, or a policy in the "
+            raise ValueError(f"unknown opponent '{pid}'; known: {', '.join(scripted_player_names())}, {META_STRATEGY}, or a policy in the "
                              f"checkpoint {sorted(ckpt.policies)}")
     for pid in players:
         if pid in opponents:

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from league.games.connect_four.rules import RULES as CONNECT_FOUR_RULES
+
 if TYPE_CHECKING:
     from league.envs.base import AgentSpec
     from league.policy import Policy, PolicyFactory
@@ -24,6 +26,8 @@ Outcomes = dict[tuple[str, str], list[tuple[int, str]]]
 
 #: Connect-four positions of each kind (win, block) that ``tactics=true`` scores.
 TACTICS_POSITIONS = 500
+#: The board ``tactics=true`` reads (connect four's plug-in).
+TACTICS_RULES = CONNECT_FOUR_RULES
 
 
 def describe_env(env_name: str, env_kwargs: Mapping[str, Any], seed: int) -> tuple[AgentSpec, list[str], bool]:
@@ -103,7 +107,7 @@ def tactics(
     factories: Mapping[str, PolicyFactory], weights: Mapping[str, Mapping[str, Any]], players: Sequence[str], seed: int,
 ) -> dict[str, dict[str, Any]]:
     """Connect-four immediate-win and block rates of each player (greedy), on the same positions."""
-    from league.population.yardstick import connect_four_tactics
+    from league.games.connect_four.tactics import connect_four_tactics
 
     return {
         pid: connect_four_tactics(_policy(factories[pid], weights.get(pid), seed), TACTICS_POSITIONS, seed).as_dict()

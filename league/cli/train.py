@@ -22,8 +22,9 @@ from hydra.utils import to_absolute_path
 from omegaconf import DictConfig, OmegaConf
 
 from league.config import parse_run_config
+from league.presets import apply_preset
 
-__all__ = ["main", "config_dir", "composed_values", "run_job"]
+__all__ = ["main", "config_dir", "composed_values", "overridden_keys", "run_job"]
 
 
 def config_dir() -> str:
@@ -36,13 +37,23 @@ def config_dir() -> str:
 
 
 def composed_values(overrides: Sequence[str] = ()) -> dict[str, Any]:
-    """The resolved config dict that ``league-train <overrides>`` composes from ``configs/``
-    (not yet validated: :func:`~league.config.parse_run_config` does that)."""
+    """The resolved config dict that ``league-train <overrides>`` composes from ``configs/``,
+    its preset applied under the overrides (not yet validated: :func:`~league.config.parse_run_config` does that)."""
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
     with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
-        return OmegaConf.to_container(compose(config_name="config", overrides=list(overrides)), resolve=True)
+        values = OmegaConf.to_container(compose(config_name="config", overrides=list(overrides)), resolve=True)
+    return apply_preset(values, overridden_keys(overrides))
+
+
+def overridden_keys(overrides: Sequence[str]) -> set[str]:
+    """The dotted config keys (or config groups: ``algo``) that command-line ``overrides`` set.
+    Choosing the env file (``env=tictactoe``) chooses the game, not its settings: the game's
+    preset still applies."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    return {o.key_or_group for o in OverridesParser.create().parse_overrides(list(overrides))} - {"env"}
 
 
 def run_job(values: dict[str, Any], output_dir: str) -> dict[str, Any]:
@@ -98,7 +109,9 @@ def run_job(values: dict[str, Any], output_dir: str) -> dict[str, Any]:
 
 @hydra.main(config_path=config_dir(), config_name="config", version_base="1.3")
 def _train(cfg: DictConfig) -> float | None:
-    summary = run_job(OmegaConf.to_container(cfg, resolve=True), HydraConfig.get().runtime.output_dir)
+    values = OmegaConf.to_container(cfg, resolve=True)
+    values = apply_preset(values, overridden_keys(HydraConfig.get().overrides.task))
+    summary = run_job(values, HydraConfig.get().runtime.output_dir)
     return summary["final_metric"]  # the value sweepers optimise: win rate, mean return or a metric key (eval.metric)
 
 

@@ -7,7 +7,12 @@
   probability from the env's own generator (seeded by ``reset(seed)``), right after
   ``reset`` and after every move, so callers only ever see decision nodes.
 * Observation: ``state.information_state_tensor(player)`` as float32 in the game's
-  tensor shape (``observation="observation"`` uses ``observation_tensor`` instead);
+  tensor shape (``observation="observation"`` uses ``observation_tensor`` instead; the
+  default ``"auto"`` the information state where the game provides one, else the
+  observation tensor, as perfect-information board games such as hex do). A tensor of
+  three dimensions is OpenSpiel's channels-first ``[planes, rows, cols]``; it is handed
+  over channels-last, ``[rows, cols, planes]``, the layout every board and image has here
+  (what the conv models read);
   mask: ``legal_actions_mask(player)`` as int8 over ``game.num_distinct_actions()``.
   :meth:`OpenSpielEnv.observe` is the one place that builds it (through
   :func:`information_state_obs`); exact evaluation queries league policies through the
@@ -23,7 +28,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -31,10 +36,12 @@ import pyspiel
 
 from league.envs.base import AgentSpec, MultiAgentEnv, TimeStep, informative_mask
 
-__all__ = ["OBSERVATION_KINDS", "Observer", "OpenSpielEnv", "agent_name", "information_state_obs", "load_game"]
+__all__ = ["OBSERVATION_KINDS", "Observer", "OpenSpielEnv", "agent_name", "information_state_obs", "load_game",
+           "observation_kind"]
 
-#: What the observation holds: the player's information state or its observation tensor.
-OBSERVATION_KINDS: tuple[str, ...] = ("info_state", "observation")
+#: What the observation holds: the player's information state or its observation tensor
+#: (``auto``: the information state where the game provides one, else the observation).
+OBSERVATION_KINDS: tuple[str, ...] = ("auto", "info_state", "observation")
 
 #: ``observer(state, player) -> float32[*obs_shape]``: what a league policy sees as
 #: ``player`` at ``state`` (e.g. a bound :meth:`OpenSpielEnv.observe`).
@@ -66,17 +73,43 @@ def load_game(game: str | pyspiel.Game, **params: Any) -> pyspiel.Game:
     return game
 
 
-def information_state_obs(state: pyspiel.State, player: int, observation: str = "info_state") -> np.ndarray:
-    """The observation of ``player`` at ``state``, float32 in the game's tensor shape:
-    its information-state tensor (``"info_state"``) or observation tensor (``"observation"``)."""
-    game = state.get_game()
+def observation_kind(game: pyspiel.Game, observation: str = "auto") -> str:
+    """``info_state`` or ``observation``: what ``observation`` (one of :data:`OBSERVATION_KINDS`)
+    reads on ``game`` (ValueError when the game provides no such tensor)."""
     if observation not in OBSERVATION_KINDS:
         raise ValueError(f"observation must be one of {OBSERVATION_KINDS}, got {observation!r}")
-    if observation == "info_state":
-        return np.asarray(state.information_state_tensor(player), dtype=np.float32).reshape(
-            game.information_state_tensor_shape()
-        )
-    return np.asarray(state.observation_tensor(player), dtype=np.float32).reshape(game.observation_tensor_shape())
+    game_type = game.get_type()
+    provides = {"info_state": game_type.provides_information_state_tensor, "observation": game_type.provides_observation_tensor}
+    if observation == "auto":
+        kind = next((k for k in ("info_state", "observation") if provides[k]), None)
+        if kind is None:
+            raise ValueError(f"game {game_type.short_name!r} provides neither an information-state nor an observation tensor")
+        return kind
+    if not provides[observation]:
+        other = "observation" if observation == "info_state" else "info_state"
+        hint = f"; it has an {other} tensor: env.kwargs.observation={other} (or auto)" if provides[other] else ""
+        raise ValueError(f"game {game_type.short_name!r} provides no {observation} tensor{hint}")
+    return observation
+
+
+def _channels_last(shape: Sequence[int]) -> tuple[int, ...]:
+    """OpenSpiel's ``[planes, rows, cols]`` as ``[rows, cols, planes]``; other ranks unchanged."""
+    shape = tuple(int(d) for d in shape)
+    return (*shape[1:], shape[0]) if len(shape) == 3 else shape
+
+
+def information_state_obs(state: pyspiel.State, player: int, observation: str = "auto") -> np.ndarray:
+    """The observation of ``player`` at ``state``, float32: its information-state tensor
+    (``"info_state"``) or observation tensor (``"observation"``; ``"auto"``: the first the game
+    provides) in the game's shape, channels-last when it has three dimensions."""
+    game = state.get_game()
+    kind = observation_kind(game, observation)
+    if kind == "info_state":
+        tensor, shape = state.information_state_tensor(player), game.information_state_tensor_shape()
+    else:
+        tensor, shape = state.observation_tensor(player), game.observation_tensor_shape()
+    obs = np.asarray(tensor, dtype=np.float32).reshape(shape)
+    return np.ascontiguousarray(obs.transpose(1, 2, 0)) if obs.ndim == 3 else obs
 
 
 class OpenSpielEnv(MultiAgentEnv):
@@ -95,7 +128,7 @@ class OpenSpielEnv(MultiAgentEnv):
         game: str | pyspiel.Game,
         name: str | None = None,
         max_episode_steps: int | None = None,
-        observation: str = "info_state",
+        observation: str = "auto",
         **params: Any,
     ) -> None:
         if observation not in OBSERVATION_KINDS:
@@ -104,15 +137,8 @@ class OpenSpielEnv(MultiAgentEnv):
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 1):
             raise ValueError(f"max_episode_steps must be a positive int or None, got {max_episode_steps!r}")
         self.game = load_game(game, **params)
-        game_type = self.game.get_type()
-        self.name = name or game_type.short_name
-        provided = (
-            game_type.provides_information_state_tensor
-            if observation == "info_state"
-            else game_type.provides_observation_tensor
-        )
-        if not provided:
-            raise ValueError(f"game {self.name!r} provides no {observation} tensor")
+        self.name = name or self.game.get_type().short_name
+        observation = observation_kind(self.game, observation)
         self.observation = observation
         self.max_episode_steps = None if max_episode_steps is None else int(max_episode_steps)
         self.possible_agents = [agent_name(p) for p in range(self.game.num_players())]
@@ -121,7 +147,7 @@ class OpenSpielEnv(MultiAgentEnv):
             if observation == "info_state"
             else self.game.observation_tensor_shape()
         )
-        self._spec = AgentSpec(tuple(int(d) for d in shape), int(self.game.num_distinct_actions()), True)
+        self._spec = AgentSpec(_channels_last(shape), int(self.game.num_distinct_actions()), True)
         self._rng = np.random.default_rng()
         self._state: pyspiel.State | None = None
         self._steps = 0

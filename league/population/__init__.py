@@ -59,10 +59,12 @@ from league.population.roles import (
     psro_role,
     self_play_role,
 )
-from league.population.scripted import ConnectFourNegamaxPolicy, TicTacToeMinimaxPolicy
+from league.population.scripted import SCRIPTED_PLAYERS, BoardSearchPolicy, scripted_factory
 
 __all__ = [
-    "ConnectFourNegamaxPolicy",
+    "BoardSearchPolicy",
+    "SCRIPTED_PLAYERS",
+    "scripted_factory",
     "Elo",
     "EvaluationPair",
     "EvaluationScheduler",
@@ -98,7 +100,6 @@ __all__ = [
     "RatingSystem",
     "RatingTable",
     "SelfPlayMatchmaker",
-    "TicTacToeMinimaxPolicy",
     "TrueSkill",
     "UniformFSPMatchmaker",
     "elo_expected_score",

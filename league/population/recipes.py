@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from league.population.players import Player
+from league.population.scripted import scripted_player_names
 from league.population.roles import (
     LEAGUE_EXPLOITER,
     MAIN,
@@ -41,11 +42,9 @@ from league.population.roles import (
     psro_role,
 )
 
-__all__ = ["RECIPES", "SCRIPTED_PLAYERS", "LeagueRecipe", "build_league", "learning_player_ids"]
+__all__ = ["RECIPES", "LeagueRecipe", "build_league", "learning_player_ids"]
 
 RECIPES: tuple[str, ...] = ("selfplay", "fsp", "pfsp", "psro", "alphastar")
-#: Scripted players a league may hold (``negamax``: connect four, ``minimax``: tic-tac-toe).
-SCRIPTED_PLAYERS: tuple[str, ...] = ("random", "negamax", "minimax")
 
 
 _FACTORIES: dict[str, dict[str, Callable[..., Role]]] = {
@@ -106,9 +105,9 @@ def build_league(league: Any, utility: str = "win_rate") -> LeagueRecipe:
     unknown_roles = sorted(set(league.roles) - set(_FACTORIES[recipe]))
     if unknown_roles:
         raise ValueError(f"league.roles has role(s) {unknown_roles} that recipe '{recipe}' lacks; it has {sorted(_FACTORIES[recipe])}")
-    bad = sorted(set(league.scripted) - set(SCRIPTED_PLAYERS))
+    bad = sorted(set(league.scripted) - set(scripted_player_names()))
     if bad:
-        raise ValueError(f"league.scripted has unknown player(s) {bad}; known: {list(SCRIPTED_PLAYERS)}")
+        raise ValueError(f"league.scripted has unknown player(s) {bad}; known: {scripted_player_names()}")
     counts = {MAIN: league.num_main_agents}
     if recipe == "alphastar":
         counts.update({MAIN_EXPLOITER: league.num_main_exploiters, LEAGUE_EXPLOITER: league.num_league_exploiters})

@@ -1,37 +1,38 @@
-"""Scripted (search-based) players for PettingZoo classic board games.
+"""Scripted players: the generic face of players that search or follow a script.
 
-They read observations as the league's env adapter hands them over: PettingZoo's
-``observation`` array as float32 with a leading batch dimension, where plane 0 of the
-last axis holds the pieces of the player to move and plane 1 the opponent's, plus the
-``int8`` action mask. Layouts (checked against PettingZoo 1.27's ``observe``):
+A game plug-in (``league/games/``) registers its scripted players by name in
+:data:`SCRIPTED_PLAYERS` (connect four's ``negamax``, tic-tac-toe's ``minimax``); league
+configs (``league.fixed_opponents``, ``league.scripted``) and ``league-eval opponents=``
+name them, and :func:`scripted_factory` builds one for an agent's spec. ``random`` (the
+uniform legal move) is every game's and needs no plug-in.
 
-* ``tictactoe_v3``: ``[3, 3, 2]``; action ``a`` is cell ``obs[a // 3, a % 3]``.
-* ``connect_four_v3``: ``[6, 7, 2]``, row 0 at the top; action ``c`` drops a piece in
-  column ``c``, which lands in the lowest empty row.
-
-Both search the position, score only the legal moves of the mask, and never return a
-masked action. With ``explore=True`` ties between equally good moves are broken at
-random (so scripted opponents are not perfectly predictable); otherwise the lowest
-action index wins. ``action_probabilities`` is the ``explore=True`` distribution: uniform
-over the equally best moves, one-hot when one move is best.
+:class:`BoardSearchPolicy` is the base of players that score each legal move of a batch of
+positions and play the best: with ``explore=True`` ties between equally good moves are
+broken at random (so scripted opponents are not perfectly predictable); otherwise the
+lowest action index wins. ``action_probabilities`` is the ``explore=True`` distribution:
+uniform over the equally best moves, one-hot when one move is best. No masked action is
+ever returned.
 """
 
 from __future__ import annotations
 
 from abc import abstractmethod
-from functools import lru_cache
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
-from league.algos.board_search import CONNECT_FOUR_CELL_BITS, column_bits, connect_four_bitboards
 from league.envs.base import AgentSpec
 from league.policy import Policy, PolicyFactory, RandomPolicyFactory
+from league.registry import Registry
 
-__all__ = ["ConnectFourNegamaxPolicy", "ScriptedFactory", "TicTacToeMinimaxPolicy", "scripted_factory"]
+__all__ = ["BoardSearchPolicy", "SCRIPTED_PLAYERS", "ScriptedFactory", "ScriptedMaker", "UNSCORED", "check_board_shape", "scripted_factory",
+           "scripted_player_names"]
+
+#: Score of a move that is illegal or unplayable (below every real score).
+UNSCORED = np.iinfo(np.int64).min
 
 
-class _BoardSearchPolicy(Policy):
+class BoardSearchPolicy(Policy):
     """Per-row search: subclasses score the legal moves, this picks the best.
 
     Args:
@@ -78,11 +79,11 @@ class _BoardSearchPolicy(Policy):
             for row, (moves, none) in enumerate(self._choices(obs, mask)):
                 top[row, moves], unscored[row] = True, none
             return top, unscored
-        scores = np.where(mask.astype(bool), scores, _UNSCORED)
-        unscored = (scores == _UNSCORED).all(axis=1)
-        scores[unscored] = np.where(mask[unscored].astype(bool), 0, _UNSCORED)
+        scores = np.where(mask.astype(bool), scores, UNSCORED)
+        unscored = (scores == UNSCORED).all(axis=1)
+        scores[unscored] = np.where(mask[unscored].astype(bool), 0, UNSCORED)
         best = scores.max(axis=1, keepdims=True)
-        return (scores == best) & (scores != _UNSCORED), unscored
+        return (scores == best) & (scores != UNSCORED), unscored
 
     def _check(self, obs: np.ndarray, action_mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         obs = np.asarray(obs)
@@ -123,159 +124,6 @@ class _BoardSearchPolicy(Policy):
         """Score (higher is better for the mover) of each legal move playable on ``obs``."""
 
 
-#: Score of a move that is illegal or unplayable (below every real score).
-_UNSCORED = np.iinfo(np.int64).min
-
-
-def _bits(planes: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """``int64[B]``: each row's cells with ``planes > 0.5`` as a bitboard (``values``: cell bits)."""
-    return ((planes > 0.5).reshape(len(planes), -1) * values.reshape(-1)).sum(axis=1)
-
-
-# --------------------------------------------------------------------------- tic-tac-toe
-# Bit ``a`` of a board is the cell of action ``a``.
-_TTT_LINES = tuple(
-    sum(1 << cell for cell in line)
-    for line in (
-        (0, 1, 2), (3, 4, 5), (6, 7, 8),  # rows of the [3, 3] observation
-        (0, 3, 6), (1, 4, 7), (2, 5, 8),  # columns
-        (0, 4, 8), (2, 4, 6),  # diagonals
-    )
-)
-_TTT_BIT_VALUES = (1 << np.arange(9, dtype=np.int64)).reshape(3, 3)
-
-
-def _ttt_has_line(bits: int) -> bool:
-    return any(bits & line == line for line in _TTT_LINES)
-
-
-@lru_cache(maxsize=None)
-def _ttt_value(mine: int, theirs: int) -> int:
-    """Exact value for the side to move: ``1 + empties`` for a win, 0 draw, negative loss.
-
-    Counting the empty cells left when the game ends makes faster wins (and slower
-    losses) score better, so the player finishes games instead of dawdling.
-    """
-    occupied = mine | theirs
-    empties = 9 - occupied.bit_count()
-    if _ttt_has_line(theirs):
-        return -(1 + empties)
-    if empties == 0:
-        return 0
-    return max(
-        -_ttt_value(theirs, mine | (1 << cell))
-        for cell in range(9)
-        if not occupied & (1 << cell)
-    )
-
-
-class _TTTTable:
-    """Every move's score on every pair of bitboards (mine, theirs), filled as boards appear.
-
-    2^18 pairs x 9 moves: a batch is scored by one lookup; a board seen for the first
-    time is searched once (``_ttt_value`` is exact, so a move's score does not depend on
-    which other moves are legal).
-    """
-
-    def __init__(self) -> None:
-        self.scores = np.full((1 << 18, 9), _UNSCORED, dtype=np.int64)
-        self.known = np.zeros(1 << 18, dtype=bool)
-
-    def lookup(self, mine: np.ndarray, theirs: np.ndarray) -> np.ndarray:
-        codes = (mine << 9) | theirs
-        for code in np.unique(codes[~self.known[codes]]).tolist():
-            m, t = code >> 9, code & 511
-            for cell in range(9):
-                if not (m | t) & (1 << cell):
-                    self.scores[code, cell] = -_ttt_value(t, m | (1 << cell))
-            self.known[code] = True
-        return self.scores[codes]
-
-
-_TTT_TABLE: _TTTTable | None = None  # built on first use, shared by every minimax player
-
-
-class TicTacToeMinimaxPolicy(_BoardSearchPolicy):
-    """Perfect tic-tac-toe by memoised negamax over the whole game tree; never loses."""
-
-    obs_shape = (3, 3, 2)
-    num_actions = 9
-
-    def _score_batch(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        """Scores of every move of every row (``_UNSCORED`` on occupied cells), by table lookup."""
-        global _TTT_TABLE
-        if _TTT_TABLE is None:
-            _TTT_TABLE = _TTTTable()
-        return _TTT_TABLE.lookup(_bits(obs[..., 0], _TTT_BIT_VALUES), _bits(obs[..., 1], _TTT_BIT_VALUES))
-
-    def _score_moves(self, obs: np.ndarray, legal: list[int]) -> dict[int, int]:
-        mine = int(((obs[..., 0] > 0.5) * _TTT_BIT_VALUES).sum())
-        theirs = int(((obs[..., 1] > 0.5) * _TTT_BIT_VALUES).sum())
-        occupied = mine | theirs
-        return {
-            a: -_ttt_value(theirs, mine | (1 << a)) for a in legal if not occupied & (1 << a)
-        }
-
-
-# -------------------------------------------------------------------------- connect four
-# Bitboard: bit ``7 * col + height`` is the cell ``height`` rows above the bottom of
-# ``col``; bit 6 of each column stays empty so line shifts never wrap between columns.
-_C4_ROWS, _C4_COLS, _C4_STRIDE = 6, 7, 7
-_C4_BIT_VALUES = CONNECT_FOUR_CELL_BITS  # the C++ core's layout (csrc/negamax.h)
-
-
-def _c4_has_four(bits: int) -> bool:
-    for shift in (1, _C4_STRIDE, _C4_STRIDE - 1, _C4_STRIDE + 1):  # vertical, horizontal, diagonals
-        pairs = bits & (bits >> shift)
-        if pairs & (pairs >> (2 * shift)):
-            return True
-    return False
-
-
-def _c4_drop_bit(occupied: int, col: int) -> int:
-    """Bit where a piece dropped in ``col`` lands, or 0 if the column is full."""
-    height = ((occupied >> (_C4_STRIDE * col)) & 0x3F).bit_length()
-    return 1 << (_C4_STRIDE * col + height) if height < _C4_ROWS else 0
-
-
-class ConnectFourNegamaxPolicy(_BoardSearchPolicy):
-    """Connect Four by depth-limited negamax with alpha-beta pruning.
-
-    Looks ``depth`` plies ahead (its own move counts as one), then scores positions by
-    open windows of four and centre control. Depth 2 already takes every immediate win
-    and blocks every immediate threat; each extra ply costs roughly 2-4x the time. The
-    heuristic is simple (it knows nothing of odd/even threats), so a deeper search is
-    usually, not always, the stronger player. The search runs in the C++ core
-    (``csrc/negamax.h``): a depth-2 move costs a few microseconds, cheap enough for a
-    training league's fixed member.
-    """
-
-    obs_shape = (_C4_ROWS, _C4_COLS, 2)
-    num_actions = _C4_COLS
-
-    def __init__(self, depth: int = 4, seed: int | None = None, random_ties: bool = False) -> None:
-        if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
-            raise ValueError(f"depth must be an int >= 1, got {depth!r}")
-        super().__init__(seed, random_ties)
-        self.depth = depth
-
-    def _score_batch(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        """Scores of every legal move of every row (``_UNSCORED`` elsewhere): the search runs
-        in the C++ core (``csrc/negamax.h``), the whole batch with the GIL released."""
-        from league import _core
-
-        mine, theirs = connect_four_bitboards(obs)
-        scores = np.empty((len(obs), self.num_actions), dtype=np.int64)
-        _core.connect_four_negamax_scores(mine, theirs, column_bits(mask), self.depth, scores)
-        return scores
-
-    def _score_moves(self, obs: np.ndarray, legal: list[int]) -> dict[int, int]:
-        mask = np.zeros((1, self.num_actions), dtype=np.int8)
-        mask[0, legal] = 1
-        row = self._score_batch(obs[None], mask)[0]
-        return {a: int(row[a]) for a in legal if row[a] != _UNSCORED}
-
-
 class ScriptedFactory(PolicyFactory):
     """Builds scripted players of one class for a sampler (they never learn)."""
 
@@ -287,20 +135,34 @@ class ScriptedFactory(PolicyFactory):
         return self.cls(seed=seed, **self.kwargs)
 
 
-def scripted_factory(name: str, spec: AgentSpec, depth: int = 2, random_ties: bool = False) -> PolicyFactory:
-    """The factory of scripted player ``name`` (``random``, ``negamax`` of search ``depth``,
-    ``minimax``) for agents of ``spec``; ValueError when it cannot play that game.
-    ``random_ties``: search players break ties at random even when acting greedily."""
+class ScriptedMaker(Protocol):
+    """What a game registers for a scripted player: the factory for agents of ``spec``
+    (ValueError naming the game when ``spec`` is not its board). ``depth``: the search depth
+    (``league.negamax_depth``, ``league-eval depth=``) where the player searches to one;
+    ``random_ties``: break ties at random even when acting greedily."""
+
+    def __call__(self, spec: AgentSpec, depth: int, random_ties: bool) -> PolicyFactory: ...
+
+
+#: Scripted players by name (``random`` is built in, not registered).
+SCRIPTED_PLAYERS: Registry[ScriptedMaker] = Registry("scripted player")
+
+
+def scripted_player_names() -> list[str]:
+    """``random`` and every registered scripted player."""
+    return ["random", *SCRIPTED_PLAYERS.names()]
+
+
+def scripted_factory(name: str, spec: AgentSpec, depth: int = 2, random_ties: bool = False,
+                     setting: str = "scripted player") -> PolicyFactory:
+    """The factory of scripted player ``name`` for agents of ``spec``; ValueError when it is
+    unknown or cannot play this game (``setting``: the config key that named it)."""
     if name == "random":
         return RandomPolicyFactory.for_spec(spec)
-    known = {
-        "negamax": (ConnectFourNegamaxPolicy, {"depth": depth, "random_ties": random_ties}),
-        "minimax": (TicTacToeMinimaxPolicy, {"random_ties": random_ties}),
-    }
-    if name not in known:
-        raise ValueError(f"unknown scripted player {name!r}; known: ['random', 'negamax', 'minimax']")
-    cls, kwargs = known[name]
+    return SCRIPTED_PLAYERS.get(name, setting)(spec, depth=depth, random_ties=random_ties)
+
+
+def check_board_shape(name: str, game: str, cls: type, spec: AgentSpec) -> None:
+    """ValueError unless ``spec`` is the board ``cls`` plays (``obs_shape``, ``num_actions``)."""
     if (tuple(spec.obs_shape), spec.num_actions) != (cls.obs_shape, cls.num_actions):
-        game = "connect four" if name == "negamax" else "tic-tac-toe"
         raise ValueError(f"scripted player '{name}' plays {game} only; this env's agents see obs {tuple(spec.obs_shape)}")
-    return ScriptedFactory(cls, **kwargs)

@@ -2,9 +2,8 @@
 (the env is built there already): ``env.groups`` resolved against the env's agents and
 specs (explicit, or by agent-id prefix), the group each policy plays, and sampler sizes
 bounded by the memory a fragment of observations takes, and exploring starts
-(``sampler.opening_plies``), a symmetric model (``algo.params.model_kwargs.symmetry``), a
-distilled board search (``algo.params.search_game``) and a model's threat planes
-(``algo.params.model_kwargs.threat_planes``) only where the game allows them.
+(``env.opening_plies``) and a symmetric model (``algo.params.model_kwargs.symmetry``) only
+where the game allows them.
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ if TYPE_CHECKING:
     from league.envs.base import MultiAgentEnv
 
 __all__ = ["MAX_FRAGMENT_BYTES", "bound_fragment_memory", "resolve_env_groups", "policy_group", "check_openings",
-           "check_symmetry", "check_search_game", "check_threat_planes"]
+           "check_symmetry"]
 
 
 #: The most observation bytes one sampler's fragment may hold; larger configs are shrunk.
@@ -133,42 +132,13 @@ def _unfit(cfg: RunConfig, setting: str, specs: Iterable[Any], check: Callable[[
 def check_symmetry(cfg: RunConfig, specs: Iterable[Any]) -> None:
     """Keep ``algo.params.model_kwargs.symmetry`` only where every spec in ``specs`` fits its group.
 
-    A board game's env file picks it (connect four: ``flip_lr``), and ``env.name=<another env>``
-    inherits it; on observations the group does not act on (a flat vector, a board of another
-    shape) it is dropped with a warning naming the env and why, as ``env.opening_plies`` is,
-    and ``model_kwargs.symmetry_method`` with it. An unknown group name stays an error (the
-    model refuses it by name)."""
+    On observations the group does not act on (a flat vector, a board of another shape) it is
+    dropped with a warning naming the env and why, as ``env.opening_plies`` is (a symmetry set
+    for every env of a sweep). An unknown group name stays an error (the model refuses it by name)."""
     from league.algos.symmetry import SYMMETRIES, symmetry_group
 
     kwargs = cfg.algo.params.get("model_kwargs") or {}
     kind = kwargs.get("symmetry") if isinstance(kwargs, Mapping) else None
     if isinstance(kind, str) and kind in SYMMETRIES and _unfit(cfg, f"algo.params.model_kwargs.symmetry={kind}", specs,
                                      lambda spec: symmetry_group(kind, spec.obs_shape, spec.num_actions)):
-        cfg.algo.params["model_kwargs"] = {k: v for k, v in kwargs.items() if k not in ("symmetry", "symmetry_method")}
-
-
-def check_search_game(cfg: RunConfig, specs: Iterable[Any]) -> None:
-    """Keep ``algo.params.search_game`` only where every spec in ``specs`` is that game's board.
-
-    Connect four's algorithm file picks it, and ``env.name=<another env>`` inherits it; there
-    it is dropped with a warning naming the env and why, as the symmetry is. An unknown
-    game name stays an error (the algorithm's config refuses it by name)."""
-    from league.algos.board_search import BOARD_RULES, board_rules
-
-    game = cfg.algo.params.get("search_game")
-    if isinstance(game, str) and game in BOARD_RULES and _unfit(cfg, f"algo.params.search_game={game}", specs,
-                                      lambda spec: board_rules(game, spec.obs_shape, spec.num_actions)):
-        cfg.algo.params["search_game"] = None
-
-
-def check_threat_planes(cfg: RunConfig, specs: Iterable[Any]) -> None:
-    """Keep ``algo.params.model_kwargs.threat_planes`` only where every spec in ``specs`` is that
-    game's board; dropped with a warning elsewhere, as the search and the symmetry are."""
-    from league.algos.board_search import BOARD_RULES, board_rules
-
-    kwargs = cfg.algo.params.get("model_kwargs") or {}
-    game = kwargs.get("threat_planes") if isinstance(kwargs, Mapping) else None
-    setting = "algo.params.model_kwargs.threat_planes"
-    if isinstance(game, str) and game in BOARD_RULES and _unfit(cfg, f"{setting}={game}", specs,
-                                      lambda spec: board_rules(game, spec.obs_shape, spec.num_actions, setting)):
-        cfg.algo.params["model_kwargs"] = {k: v for k, v in kwargs.items() if k != "threat_planes"}
+        cfg.algo.params["model_kwargs"] = {k: v for k, v in kwargs.items() if k != "symmetry"}
