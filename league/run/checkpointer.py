@@ -29,7 +29,7 @@ class Checkpointer:
     def __init__(self, cfg: RunConfig, run_dir: Path) -> None:
         self.cfg = cfg
         self.run_dir = run_dir
-        self.paths: list[Path] = []  # the checkpoints written by this process that still exist, oldest first
+        self.paths: list[Path] = []  # the checkpoints this process wrote, oldest first (pruned ones dropped at the next save)
 
     @property
     def root(self) -> Path:
