@@ -107,7 +107,23 @@ py::class_<Batch<G>> bind_game(py::module_& m, const char* name, const char* doc
           },
           py::arg("obs"), py::arg("mask"), py::arg("agent"),
           "Write every copy's observation, legal-action mask and agent to move.")
-      .def("reset_all", &B::reset_all, "Start a new game in every copy.")
+      .def(
+          "set_autoreset",
+          [](B& b, py::handle flags) {
+            const uint8_t* f = checked<uint8_t>(flags, "flags", {b.size()}, false);
+            b.set_autoreset(f);
+          },
+          py::arg("flags"),
+          "Per copy (uint8[num_envs]): 1 starts its next game when one ends, 0 has it stop then (inactive: not "
+          "stepped, its action not read) until reset_all or reset_one. reset_all turns every flag back on.")
+      .def(
+          "active",
+          [](const B& b, py::handle out) {
+            uint8_t* o = checked<uint8_t>(out, "out", {b.size()}, true);
+            b.active(o);
+          },
+          py::arg("out"), "Write 1 where a copy has a game in progress, 0 where it stopped (uint8[num_envs]).")
+      .def("reset_all", &B::reset_all, "Start a new game in every copy (every copy's autoreset flag on).")
       .def(
           "reset_one",
           [](B& b, int64_t i) {
@@ -144,7 +160,8 @@ py::class_<Batch<G>> bind_game(py::module_& m, const char* name, const char* doc
             }
           },
           py::arg("actions"), py::arg("obs"), py::arg("mask"), py::arg("agent"), py::arg("rewards"), py::arg("done"),
-          "One move per copy; writes the next state (a finished copy's new game) and each copy's rewards by agent.");
+          "One move per active copy; writes the next state (a finished copy's new game, unless it stops) and each "
+          "copy's rewards by agent.");
 }
 
 void check_index(int64_t i, int64_t n) {

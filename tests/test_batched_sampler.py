@@ -289,3 +289,61 @@ def test_a_parallel_env_behind_the_generic_wrapper_credits_both_seats():
             np.testing.assert_array_equal(mb[C.T][sel], np.arange(sel.sum()))
             checked += 1
     assert checked >= 20
+
+
+# Stopping copies (the batched contract's autoreset flags) --------------------------------------
+def _stopping_env(kind, n):
+    if kind == "cpp":
+        return BoardBatchedEnv("tictactoe", n, seed=1)
+    return VectorizedEnv(lambda: make_env("tictactoe"), n, "ttt")
+
+
+@pytest.mark.parametrize("kind", ["cpp", "vectorized"])
+def test_a_copy_whose_autoreset_is_off_stops_at_its_episode_end(kind):
+    """A copy with its flag off finishes its game (done, final rewards, terminated) and then has
+    no rows, takes no action and reports nothing until ``reset``; the others play on."""
+    n, rng = 4, np.random.default_rng(0)
+    env = _stopping_env(kind, n)
+    bs = env.reset(seed=3)
+    assert bs.active.all() and bs.env_index.tolist() == list(range(n))
+    env.set_autoreset(np.array([True, False, True, False]))
+    games = np.zeros(n, np.int64)
+    for _ in range(40):
+        before = bs.active.copy()
+        acts = np.array([rng.choice(np.flatnonzero(m)) for m in bs.masks], np.int64)
+        bs = env.step(acts)
+        assert not (bs.done[~before].any() or bs.rewards[~before].any() or bs.terminated[~before].any())
+        assert bs.terminated[bs.done].all()
+        games += bs.done
+        assert bs.env_index.tolist() == np.flatnonzero(bs.active).tolist()  # one row per active copy
+        assert len(bs.obs) == len(bs.masks) == len(bs.agent_index) == int(bs.active.sum())
+    assert games[[1, 3]].tolist() == [1, 1] and (games[[0, 2]] >= 4).all()
+    assert bs.active.tolist() == [True, False, True, False]
+    if kind == "cpp":
+        assert len(env.random_actions()) == 2
+    with pytest.raises(ValueError, match="set_autoreset takes bool\\[4\\]"):
+        env.set_autoreset(np.ones(3, bool))
+    bs = env.reset(seed=4)  # every copy plays again, every flag on
+    assert bs.active.all() and bs.env_index.tolist() == list(range(n))
+    for _ in range(12):
+        bs = env.step(np.array([rng.choice(np.flatnonzero(m)) for m in bs.masks], np.int64))
+    assert bs.active.all()
+
+
+def test_every_copy_stopped_leaves_no_rows():
+    env = VectorizedEnv(lambda: make_env("tictactoe"), 2, "ttt")
+    bs = env.reset(seed=0)
+    env.set_autoreset(np.zeros(2, bool))
+    for _ in range(9):
+        if not bs.active.any():
+            break
+        bs = env.step(np.array([int(np.flatnonzero(m)[0]) for m in bs.masks], np.int64))
+    assert not bs.active.any() and bs.obs.shape == (0, 3, 3, 2) and bs.masks.shape == (0, 9)
+    cpp = BoardBatchedEnv("tictactoe", 2)
+    bs = cpp.reset()
+    cpp.set_autoreset(np.zeros(2, bool))
+    for _ in range(9):
+        bs = cpp.step(np.array([int(np.flatnonzero(m)[0]) for m in bs.masks], np.int64))
+    assert not bs.active.any() and bs.obs.shape == (0, 3, 3, 2) and len(bs.env_index) == 0
+    with pytest.raises(ValueError, match="int64\\[0\\]"):
+        cpp.step(np.zeros(2, np.int64))  # one action per row: none

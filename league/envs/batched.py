@@ -9,7 +9,7 @@ per live agent). The contract, which the batched sampler relies on:
   position in ``possible_agents``); ``obs`` and ``masks`` are the rows' observations
   (float32, the observation the single-copy adapter would produce:
   :mod:`league.envs.preprocess`) and legal actions (int8; all ones for a Box agent, whose
-  mask is ignored). Every copy has at least one row.
+  mask is ignored). Every active copy (below) has at least one row.
 * **Per-agent specs.** ``spec(agent)`` is each agent's :class:`~league.envs.base.AgentSpec`.
   When every agent shares one observation shape, ``obs`` is one array ``[K, *obs_shape]``
   (and ``agent_spec`` is the shared spec); otherwise it is **ragged**: a 1-D object array
@@ -38,6 +38,13 @@ per live agent). The contract, which the batched sampler relies on:
   its finished episode still counts. ``num_env_failures`` counts both kinds; more
   consecutive failures than the env's limit raise :class:`EnvFailure`. Arrays of a
   ``BatchStep`` may be reused by the next ``step``: copy what must outlive it.
+* **Stopping copies** (an evaluation's per-copy episode quotas; Gymnasium's vector envs
+  with autoreset disabled, EnvPool's partial steps). ``set_autoreset(flags)`` (``bool[N]``):
+  a copy whose flag is off is not restarted when its episode ends but **stops**: from that
+  ``BatchStep`` on it has no rows, ``step`` takes no action for it and it reports no
+  reward, flag or ``done``, until the next ``reset``. ``active[N]`` flags the copies with an
+  episode in progress. ``reset`` starts every copy and turns every flag back on. A
+  ``failed`` copy restarts whatever its flag: its episode is void, not ended.
 
 :class:`VectorizedEnv` runs N copies of any ``MultiAgentEnv`` behind this contract (a
 Python loop over copies: the generic path, which the sampler trains every non-C++ env
@@ -75,6 +82,7 @@ class BatchStep:
     truncated: np.ndarray
     done: np.ndarray
     failed: np.ndarray
+    active: np.ndarray
     final_obs: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)
     final_masks: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)
 
@@ -118,7 +126,12 @@ class BatchedMultiAgentEnv(ABC):
 
     @abstractmethod
     def step(self, actions: Any) -> BatchStep:
-        """Apply one action per row of the last ``BatchStep``; finished copies restart."""
+        """Apply one action per row of the last ``BatchStep``; finished copies restart (or stop)."""
+
+    @abstractmethod
+    def set_autoreset(self, flags: np.ndarray) -> None:
+        """Per copy (``bool[N]``): restart it when its episode ends (True), or have it stop
+        then (False) until the next :meth:`reset` (see the module docstring)."""
 
     def close(self) -> None:
         """Release resources."""
@@ -158,6 +171,8 @@ class VectorizedEnv(BatchedMultiAgentEnv):
         self.num_env_failures = 0
         self._rng = np.random.default_rng()
         self._rows: list[tuple[int, str, np.ndarray, np.ndarray]] = []
+        self._autoreset = np.ones(self.num_envs, bool)
+        self._active = np.ones(self.num_envs, bool)
 
     @property
     def agent_spec(self) -> AgentSpec:  # type: ignore[override]
@@ -175,8 +190,11 @@ class VectorizedEnv(BatchedMultiAgentEnv):
             raise ValueError(f"env {self.name}: unknown agent {agent!r}; possible agents: {self.possible_agents}") from None
 
     def reset(self, seed: int | None = None) -> BatchStep:
-        """Reset every copy with seeds drawn from ``seed`` (copy i's episodes differ from copy j's)."""
+        """Reset every copy with seeds drawn from ``seed`` (copy i's episodes differ from copy j's);
+        every copy active, every autoreset flag on."""
         self._rng = np.random.default_rng(seed)
+        self._autoreset[:] = True
+        self._active[:] = True
         out = self._blank()
         for i in range(self.num_envs):
             self._restart(i)
@@ -201,6 +219,8 @@ class VectorizedEnv(BatchedMultiAgentEnv):
             per_env[i][agent] = act
         out = self._blank()
         for i, env in enumerate(self._envs):
+            if not self._active[i]:
+                continue
             try:
                 ts = env.step(per_env[i])
             except Exception as err:  # a crashed copy costs its episode, not the run
@@ -211,6 +231,13 @@ class VectorizedEnv(BatchedMultiAgentEnv):
             self._consecutive_failures = 0
             self._absorb(i, ts, out)
         return self._finish(out)
+
+    def set_autoreset(self, flags: np.ndarray) -> None:
+        """Per copy (``bool[num_envs]``): restart it when its episode ends, or stop (False)."""
+        arr = np.asarray(flags)
+        if arr.shape != (self.num_envs,):
+            raise ValueError(f"env {self.name}: set_autoreset takes bool[{self.num_envs}], got {arr.dtype}{list(arr.shape)}")
+        self._autoreset[:] = arr.astype(bool)
 
     def close(self) -> None:
         """Close every copy."""
@@ -225,7 +252,7 @@ class VectorizedEnv(BatchedMultiAgentEnv):
         return BatchStep(
             env_index=np.empty(0, np.int64), agent_index=np.empty(0, np.int64), obs=np.empty(0, np.float32),
             masks=np.empty(0, np.int8), rewards=np.zeros((n, k), np.float32), terminated=z, truncated=z.copy(),
-            done=np.zeros(n, bool), failed=np.zeros(n, bool),
+            done=np.zeros(n, bool), failed=np.zeros(n, bool), active=self._active.copy(),
         )
 
     def _absorb(self, i: int, ts: TimeStep, out: BatchStep) -> None:
@@ -241,7 +268,10 @@ class VectorizedEnv(BatchedMultiAgentEnv):
             out.final_masks[(i, index[agent])] = ts.final_masks[agent]
         if ts.done:
             out.done[i] = True
-            self._restart(i)
+            if self._autoreset[i]:
+                self._restart(i)
+            else:
+                self._active[i] = False  # it stops: no rows until the next reset
         else:
             self._add_rows(i, ts)
 
@@ -279,6 +309,12 @@ class VectorizedEnv(BatchedMultiAgentEnv):
         out.env_index = np.fromiter((r[0] for r in rows), np.int64, len(rows))
         index = self._index
         out.agent_index = np.fromiter((index[r[1]] for r in rows), np.int64, len(rows))
+        out.active[:] = self._active
+        if not rows:  # every copy stopped
+            spec = next(iter(self._specs.values()))
+            out.obs = np.empty((0, *spec.obs_shape), np.float32) if self._same_obs else ragged([])
+            out.masks = np.empty((0, spec.num_actions), np.int8) if self._same_masks else ragged([])
+            return out
         obs = [r[2] for r in rows]
         masks = [r[3] for r in rows]
         out.obs = np.stack(obs).astype(np.float32, copy=False) if self._same_obs else ragged(obs)

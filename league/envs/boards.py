@@ -80,7 +80,7 @@ def as_actions(actions: Any, n: int, what: str) -> np.ndarray:
 
 
 class BoardBatchedEnv(BatchedMultiAgentEnv):
-    """``num_envs`` copies of a C++ board game; one row per copy (the agent to move).
+    """``num_envs`` copies of a C++ board game; one row per active copy (the agent to move).
     ``seed`` seeds :meth:`random_actions`, the openings and the poker deals.
     ``opening_plies``: every game opens with 0..opening_plies uniformly random legal
     moves, drawn in C++ (exploring starts, :mod:`league.envs.openings`; at most 4 for
@@ -88,7 +88,8 @@ class BoardBatchedEnv(BatchedMultiAgentEnv):
 
     The returned :class:`BatchStep` arrays are this env's own buffers, overwritten by the
     next ``step``. Rewards, ``done`` and the next state are PettingZoo's; a finished copy
-    restarts at once with the first agent to move.
+    restarts at once with the first agent to move, unless :meth:`set_autoreset` has it stop
+    (the core then steps it no more until :meth:`reset`).
     """
 
     def __init__(self, name: str, num_envs: int, seed: int = 0, opening_plies: int = 0) -> None:
@@ -115,36 +116,68 @@ class BoardBatchedEnv(BatchedMultiAgentEnv):
         self._no_fail = np.zeros(n, bool)
         # Both agents end when a copy's game does: a read-only view of ``done``, no copy per step.
         self._terminated = np.broadcast_to(self._done.view(bool)[:, None], (n, 2))
+        # Stopping copies: the core's autoreset flags and active copies (all on after reset).
+        self._autoreset = np.ones(n, np.uint8)
+        self._active = np.ones(n, np.uint8)
+        self._stopping = False  # some flag is off: copies may stop, read which after each step
+        self._rows: np.ndarray | None = None  # the active copies when some stopped, else None
+        self._actions = np.zeros(n, np.int64)  # every copy's action when some stopped
 
     def reset(self, seed: int | None = None) -> BatchStep:
-        """A new game in every copy; ``seed`` reseeds the generator of deals and openings."""
+        """A new game in every copy, every copy's autoreset on; ``seed`` reseeds the generator of
+        deals and openings."""
         if seed is not None:
             self._core.seed(int(seed))
         self._core.reset_all()
         self._core.observe(self._obs, self._mask, self._agent)
         self._rewards[:] = 0.0
         self._done[:] = 0
+        self._autoreset[:] = 1
+        self._active[:] = 1
+        self._stopping, self._rows = False, None
         return self._batch_step()
 
+    def set_autoreset(self, flags: np.ndarray) -> None:
+        """Per copy (``bool[num_envs]``): start its next game when one ends, or stop (False)."""
+        arr = np.asarray(flags)
+        if arr.shape != (self.num_envs,):
+            raise ValueError(f"env {self.name}: set_autoreset takes bool[{self.num_envs}], got {arr.dtype}{list(arr.shape)}")
+        self._autoreset[:] = arr.astype(bool)
+        self._core.set_autoreset(self._autoreset)
+        self._stopping = not self._autoreset.all()
+
     def step(self, actions: np.ndarray) -> BatchStep:
-        """One move per copy; ValueError (nothing stepped) for a wrong array or an illegal move."""
-        acts = as_actions(actions, self.num_envs, f"env {self.name}")
+        """One move per row (active copy); ValueError (nothing stepped) for a wrong array or an illegal move."""
+        rows = self._rows
+        if rows is None:
+            acts = as_actions(actions, self.num_envs, f"env {self.name}")
+        else:
+            self._actions[rows] = as_actions(actions, len(rows), f"env {self.name}")
+            acts = self._actions
         self._core.step(acts, self._obs, self._mask, self._agent, self._rewards, self._done)
+        if self._stopping or rows is not None:
+            self._core.active(self._active)
+            self._rows = None if self._active.all() else np.flatnonzero(self._active)
         return self._batch_step()
 
     def _batch_step(self) -> BatchStep:
         done = self._done.view(bool)
+        rows = self._rows
+        if rows is None:
+            env_index, agent_index, obs, masks = self._env_index, self._agent, self._obs, self._mask
+        else:
+            env_index, agent_index, obs, masks = rows, self._agent[rows], self._obs[rows], self._mask[rows]
         return BatchStep(
-            env_index=self._env_index, agent_index=self._agent, obs=self._obs, masks=self._mask,
+            env_index=env_index, agent_index=agent_index, obs=obs, masks=masks,
             rewards=self._rewards, terminated=self._terminated, truncated=self._no_flags,
-            done=done, failed=self._no_fail,
+            done=done, failed=self._no_fail, active=self._active.view(bool),
         )
 
     def random_actions(self) -> np.ndarray:
-        """A uniformly random legal action per copy, drawn in C++ (``int64[num_envs]``, a new array)."""
+        """A uniformly random legal action per row (active copy), drawn in C++ (``int64``, a new array)."""
         out = np.empty(self.num_envs, np.int64)
         self._core.random_actions(out)
-        return out
+        return out if self._rows is None else out[self._rows]
 
 
 class BoardEnv(MultiAgentEnv):
