@@ -1,6 +1,6 @@
 """A model wrapper that answers for the model it wraps.
 
-:class:`~league.algos.models.ThreatPlanesModel` (input planes) and
+:class:`~league.algos.models.InputFeaturesModel` (input features) and
 :class:`~league.algos.symmetry.SymmetrizedModel` (a board's symmetries) each wrap a model in
 ``self.base`` and change only its inputs or how its outputs combine. Code that reads the
 model's own attributes (``value_norm``, ``obs_norm``, ``log_std``, ...) must find

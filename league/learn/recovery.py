@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from league.checkpoint import CheckpointError, find_checkpoint, read_checkpoint
 from league.runtime.actors import is_actor_death, is_ray_actor, resolve, share, submit
@@ -28,9 +28,21 @@ from league.runtime.faces import LearnerHandle, SamplerHandle
 if TYPE_CHECKING:
     import numpy as np
 
-    from league.learn.placement import LearnerGroup
+
+class ReplaceableLearners(Protocol):
+    """What :func:`restore_dead_learner` needs of a group of learner actors
+    (:class:`~league.learn.placement.LearnerGroup`, which imports this module)."""
+
+    def replace_learner(self, index: int, states: Mapping[str, bytes]) -> Any:
+        """Start a learner in place of actor ``index``, holding the policies of ``states``."""
+        ...
+
+    def get_weights(self, policy_ids: Sequence[str]) -> dict[str, dict[str, np.ndarray]]:
+        """The weights of ``policy_ids``."""
+        ...
 
 __all__ = [
+    "ReplaceableLearners",
     "LearnerDied",
     "find_learner_died",
     "states_from_checkpoint",
@@ -158,7 +170,7 @@ def states_from_checkpoint(path: str | os.PathLike[str], policy_ids: Sequence[st
 
 
 def restore_dead_learner(
-    group: LearnerGroup, died: LearnerDied, states: Mapping[str, bytes], samplers: Sequence[SamplerHandle]
+    group: ReplaceableLearners, died: LearnerDied, states: Mapping[str, bytes], samplers: Sequence[SamplerHandle]
 ) -> dict[str, dict[str, np.ndarray]]:
     """Replace ``died``'s learner in ``group`` from ``states``, then make every sampler agree with it.
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from league.config import RunConfig
+    from league.run.schema import RunConfig
     from league.envs.base import MultiAgentEnv
 
 __all__ = ["MAX_FRAGMENT_BYTES", "bound_fragment_memory", "resolve_env_groups", "policy_group", "check_openings",
