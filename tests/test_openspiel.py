@@ -342,3 +342,30 @@ def test_bad_policies_are_rejected() -> None:
         exploitability("kuhn_poker", RandomPolicy(), observation="pixels")
     with pytest.raises(ValueError, match="policies"):
         exploitability("kuhn_poker", [RandomPolicy()] * 3)
+
+
+def test_board_games_observe_their_observation_tensor_channels_last():
+    # hex provides no information-state tensor: observation=auto reads the observation tensor,
+    # OpenSpiel's [planes, rows, cols] handed over as [rows, cols, planes], the layout the conv reads.
+    import pyspiel
+
+    env = OpenSpielEnv("hex", board_size=5)
+    assert env.observation == "observation"
+    assert env.spec("player_0").obs_shape == (5, 5, 9)
+    ts = env.reset(seed=0)
+    ts = env.step({"player_0": 7})  # row 1, column 2
+    obs = ts.obs["player_1"]
+    state = pyspiel.load_game("hex", {"board_size": 5}).new_initial_state()
+    state.apply_action(7)
+    planes = np.asarray(state.observation_tensor(1), dtype=np.float32).reshape(9, 5, 5)
+    np.testing.assert_array_equal(obs, planes.transpose(1, 2, 0))
+    assert obs[1, 2].sum() == 1 and obs.sum() == 25  # one piece, and every cell in exactly one plane
+    kuhn = OpenSpielEnv("kuhn_poker")
+    assert kuhn.observation == "info_state" and kuhn.spec("player_0").obs_shape == (11,)
+
+
+def test_a_tensor_the_game_lacks_is_refused_with_the_one_it_has():
+    with pytest.raises(ValueError, match="provides no info_state tensor; it has an observation tensor"):
+        OpenSpielEnv("hex", board_size=5, observation="info_state")
+    with pytest.raises(ValueError, match="observation must be one of"):
+        OpenSpielEnv("kuhn_poker", observation="pixels")
