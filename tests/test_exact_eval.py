@@ -194,7 +194,7 @@ def _kuhn_cfg(env_kwargs: dict | None = None, **overrides):  # noqa: ANN003, ANN
     values = {
         "env": {"name": "kuhn_poker", "kwargs": env_kwargs or {}},
         "algo": {"name": "dqn", "params": {}},
-        "league": {"recipe": "psro", "snapshot_steps": 30, "exploitability_interval": 1},
+        "league": {"recipe": "psro", "snapshot_steps": 30, "exploitability_interval": 1, "fixed_opponents": {}},
         "sampler": {"remote": False, "num_samplers": 1, "num_envs": 4, "fragment_length": 16, "num_cpus": 0,
                     "mode": "bulk_sync"},
         "eval": {"interval": 0, "episodes": 4},
