@@ -19,7 +19,7 @@ def _config(recipe: str, env: str = "tictactoe", remote: bool = False, **league)
     values = {
         "env": {"name": env},
         "algo": SMALL_PPO,
-        "league": {"recipe": recipe, "snapshot_steps": 300, **league},
+        "league": {"recipe": recipe, "snapshot_steps": 300, "fixed_opponents": {}, **league},
         "sampler": {"remote": remote, "num_samplers": 2, "num_envs": 4, "fragment_length": 16, "num_cpus": 0, "mode": "bulk_sync"},
         "eval": {"interval": 2, "episodes": 8},
         "iteration": {"min_env_steps": 0},
@@ -45,7 +45,7 @@ def _config(recipe: str, env: str = "tictactoe", remote: bool = False, **league)
 )
 def test_bad_league_settings_are_named(league, message):
     with pytest.raises(ValueError, match=None) as info:
-        parse_run_config({"league": league})
+        parse_run_config({"league": {"fixed_opponents": {}, **league}})
     assert message in str(info.value)
 
 
@@ -121,23 +121,38 @@ def test_main_exploiter_is_reset_to_its_initial_weights_after_its_snapshot(tmp_p
 
 
 def test_psro_on_kuhn_logs_exact_exploitability(tmp_path):
+    # Every logged figure is recomputed by OpenSpiel's own tree walks (none of the league's
+    # game-tree code): main's exploitability, each frozen pair's exact payoff entry, and the
+    # exploitability of the meta-Nash mixture of the frozen players.
+    import pyspiel
+
+    from league.envs import make_env
+    from poker_helpers import league_table, openspiel_expected_return, openspiel_exploitability, openspiel_mixture_exploitability
+
     cfg = _config("psro", env="kuhn_poker", exploitability_interval=1)
     trainer = Trainer(cfg, tmp_path)
-    trainer.train()
-    trainer.close()
-    rows = [r for r in trainer.history if "exploitability" in r]
-    assert len(rows) == 4
-    last = rows[-1]["exploitability"]
-    assert 0.0 <= last["main"] <= 2.0
-    if trainer.league.frozen_weights():
-        assert 0.0 <= last["meta_strategy"] <= 2.0
-    # The exact meta-game: each pair of frozen players has an exact expected return.
-    snaps = list(trainer.league.frozen_weights())
-    payoff = trainer.league.payoff
-    for a in snaps:
-        for b in snaps:
-            if a != b:
-                assert payoff.expected_return(a, b) == pytest.approx(-payoff.expected_return(b, a))
+    try:
+        trainer.train()
+        rows = [r for r in trainer.history if "exploitability" in r]
+        assert len(rows) == 4
+        last = rows[-1]["exploitability"]
+        game, observe = pyspiel.load_game("kuhn_poker"), make_env("kuhn_poker").observe
+        main = league_table(game, trainer.algorithms["main"], trainer.learner.get_weights(["main"])["main"], observe)
+        assert last["main"] == pytest.approx(openspiel_exploitability(game, main), abs=1e-9)
+        frozen = trainer.league.frozen_policies()
+        assert len(frozen) >= 2, "too few snapshots: the exact meta-game was never filled"
+        tables = {pid: league_table(game, factory, weights, observe) for pid, (factory, weights) in frozen.items()}
+        payoff = trainer.league.payoff
+        for a in tables:
+            for b in tables:
+                if a != b:
+                    assert payoff.expected_return(a, b) == pytest.approx(openspiel_expected_return(game, tables[a], tables[b]), abs=1e-9)
+        mixture = trainer.league.summary()["meta_strategy"]
+        assert set(mixture) == set(frozen) and sum(mixture.values()) == pytest.approx(1.0)
+        expected = openspiel_mixture_exploitability(game, [tables[p] for p in mixture], list(mixture.values()))
+        assert last["meta_strategy"] == pytest.approx(expected, abs=1e-9)
+    finally:
+        trainer.close()
 
 
 def test_coordinated_run_resumes_with_its_league(tmp_path):
@@ -161,10 +176,6 @@ def test_coordinated_run_resumes_with_its_league(tmp_path):
 
 
 def test_a_resumed_league_resets_exploiters_to_their_original_initial_weights(tmp_path):
-    import io
-
-    import torch
-
     cfg = _config("alphastar", num_main_exploiters=1, snapshot_steps=100_000)
     first = Trainer(cfg, tmp_path / "a")
     first.train()
@@ -180,9 +191,19 @@ def test_a_resumed_league_resets_exploiters_to_their_original_initial_weights(tm
     try:
         trained = resumed.learner.get_weights(["main_exploiter"])["main_exploiter"]
         assert any(not np.array_equal(trained[k], initial[k]) for k in initial)  # it did resume trained weights
-        reset_to = torch.load(io.BytesIO(resumed.league._initial_states["main_exploiter"]), weights_only=True)["model"]
-        for k, v in initial.items():
-            np.testing.assert_array_equal(reset_to[k].numpy(), v)  # not the resumed weights
+        # The exploiter's snapshot falls due (its learner steps pass snapshot_steps): it is
+        # snapshotted, then reset to the first run's initial weights, not the resumed ones.
+        counters = dict(resumed.plan.metrics.counters)
+        counters[steps_counter("main_exploiter")] = counters.get(steps_counter("main_exploiter"), 0) + 100_000
+        resumed.league.update(resumed.iteration + 1, counters, resumed.learner, resumed.samplers)
+        (snapshot,) = [sid for sid in resumed.league.frozen_weights() if sid.startswith("main_exploiter@")]
+        for k in initial:
+            np.testing.assert_array_equal(resumed.league.frozen_weights()[snapshot][k], trained[k])
+        after = resumed.learner.get_weights(["main_exploiter"])["main_exploiter"]
+        on_sampler = resumed.samplers[0].get_weights(["main_exploiter"])["main_exploiter"]
+        for k in (k for k in initial if k != "weights_version"):
+            np.testing.assert_array_equal(after[k], initial[k])
+            np.testing.assert_array_equal(on_sampler[k], initial[k])
     finally:
         resumed.close()
 
@@ -246,6 +267,15 @@ def test_exact_meta_strategy_finds_the_equilibrium_member_of_a_population():
         for b in members:
             if a < b:
                 payoff.set_expected_return(a, b, exact.expected_return(a, frozen[a], b, frozen[b]))
+    # Entries worked out by hand (one chip ante, one chip bet; seatings averaged): a bet
+    # always meets a fold against always_pass, so always_bet collects the ante from either seat.
+    # Against uniform play always_pass folds to every bet and wins nothing back: -1/2 from
+    # either seat; always_bet wins the ante when uniform folds, 1/2 as first player and
+    # 1/4 as second (uniform must pass, then fold): 3/8 averaged.
+    assert payoff.expected_return("always_bet", "always_pass") == pytest.approx(1.0, abs=1e-12)
+    assert payoff.expected_return("always_pass", "always_bet") == pytest.approx(-1.0, abs=1e-12)
+    assert payoff.expected_return("always_pass", "uniform") == pytest.approx(-0.5, abs=1e-12)
+    assert payoff.expected_return("always_bet", "uniform") == pytest.approx(0.375, abs=1e-12)
     mixture = exact.meta_strategy(frozen, payoff)
     assert mixture["cfr"] > 0.5, mixture
     cfr_value = exploitability(game, nash_table)
@@ -254,21 +284,28 @@ def test_exact_meta_strategy_finds_the_equilibrium_member_of_a_population():
     assert exploitability(game, members["uniform"]) == pytest.approx(0.4583, abs=1e-3)
 
 
-def test_a_reset_dqn_exploiter_explores_again_from_its_schedule_start(tmp_path):
+def test_a_reset_dqn_exploiter_explores_again_from_its_schedule_start(tmp_path, monkeypatch):
     # Reset to its initial weights, the exploiter used to keep exploring at the epsilon its
     # trained predecessor had reached on each sampler (the schedule counted on).
     values = {
         "env": {"name": "tictactoe"},
         "algo": {"name": "dqn", "params": {"train_batch_size": 16, "learning_starts": 32, "training_intensity": 1.0,
                                            "epsilon_steps": 200, "target_update_interval": 50}},
-        "league": {"recipe": "alphastar", "snapshot_steps": 300, "num_main_exploiters": 1, "num_league_exploiters": 0},
+        "league": {"recipe": "alphastar", "snapshot_steps": 300, "num_main_exploiters": 1, "num_league_exploiters": 0,
+                   "fixed_opponents": {}},
         "sampler": {"remote": False, "num_samplers": 1, "num_envs": 4, "fragment_length": 16, "num_cpus": 0, "mode": "bulk_sync"},
         "eval": {"interval": 0}, "iteration": {"min_env_steps": 0},
         "stop": {"iterations": 4, "time_s": 0, "env_steps": 0}, "logging": {"tensorboard": False}, "verbose": False,
     }  # fmt: skip
+    from league.algos.dqn import DQN
+
+    made = []  # (algorithm, policy): every policy the DQN algorithms' public factory makes
+    make_policy = DQN.make_policy
+    monkeypatch.setattr(DQN, "make_policy", lambda self, *a, **k: made.append((self, make_policy(self, *a, **k))) or made[-1][1])
     trainer = Trainer(parse_run_config(values), tmp_path)
     trainer.setup()
-    policy = trainer.samplers[0]._policies["main_exploiter"]
+    # The sampler's own (learning) exploiter policy.
+    (policy,) = [p for algo, p in made if algo is trainer.algorithms["main_exploiter"] and p.learns]
     seen = []
     for _ in range(300):
         trainer.step(0.0)

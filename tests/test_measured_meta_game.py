@@ -44,7 +44,7 @@ def _coordinator(role=None, min_games: float = 5.0) -> LeagueCoordinator:
 
 def _snapshot(coord: LeagueCoordinator) -> str:
     """Take the main agent's next snapshot (its snapshot rule fires every 100 steps)."""
-    actions = coord.step({"main": coord._steps["main"] + 100})
+    actions = coord.step({"main": coord.state_dict()["steps"]["main"] + 100})
     (snap,) = [a for a in actions if hasattr(a, "snapshot_id")]
     return snap.snapshot_id
 
@@ -273,13 +273,13 @@ def test_scheduler_settings_round_trip_and_are_checked() -> None:
     with pytest.raises(ValueError, match="purpose"):
         EvaluationPair("a", "b", 0.1, 0.0, "curiosity")
     with pytest.raises(ValueError, match="noise_tolerance"):
-        parse_run_config({"league": {"recipe": "psro", "roles": {"main": {"noise_tolerance": -2.0}}}})
+        parse_run_config({"league": {"recipe": "psro", "fixed_opponents": {}, "roles": {"main": {"noise_tolerance": -2.0}}}})
 
 
 def test_the_meta_game_budget_is_a_checked_league_key() -> None:
-    assert parse_run_config({"league": {"recipe": "psro", "meta_game_episodes": 0}}).league.meta_game_episodes == 0
+    assert parse_run_config({"league": {"recipe": "psro", "fixed_opponents": {}, "meta_game_episodes": 0}}).league.meta_game_episodes == 0
     with pytest.raises(ValueError, match="league.meta_game_episodes"):
-        parse_run_config({"league": {"recipe": "psro", "meta_game_episodes": -1}})
+        parse_run_config({"league": {"recipe": "psro", "fixed_opponents": {}, "meta_game_episodes": -1}})
 
 
 # --------------------------------------------------------------------- end to end
@@ -291,7 +291,7 @@ def test_psro_on_tictactoe_measures_its_meta_game_and_mixes_its_opponents(tmp_pa
     from league.trainer import Trainer
 
     cfg = tiny_run_config(
-        league={"recipe": "psro", "snapshot_steps": 64},
+        league={"recipe": "psro", "snapshot_steps": 64, "fixed_opponents": {}, "eval_pairs": 0},
         eval={"interval": 1, "episodes": 2},
         stop={"iterations": 5, "time_s": 0, "env_steps": 0},
         checkpoint={"interval": 0, "keep_last": 1},
