@@ -1,10 +1,11 @@
 """The default job's PPO update with the model's input features (connect four's threat planes)
-read once per update, as PPO does (``ThreatPlanesModel.input_features``), against reading them
+read once per update, as PPO does (``InputFeaturesModel.input_features``), against reading them
 in every minibatch of every epoch (the baseline: the model computing its planes in each forward).
 
 Same batches (connect-four positions of random games, shaped like one iteration's rows, sizes
 varying as in a run), the algorithm's parameters composed from ``configs/`` as ``league-train``
-composes them, the two timed interleaved over ``--repeats`` rounds after a warm-up, the mean
+composes them (the ``connect_four`` preset's: ``model_kwargs.input_features=connect_four_threats``),
+the two timed interleaved over ``--repeats`` rounds after a warm-up, the mean
 reported; on CUDA each update is timed to its last kernel. One JSON object::
 
     python benchmarks/bench_input_features.py

@@ -1,7 +1,7 @@
 """Exploitability over time of a league recipe on an OpenSpiel poker game.
 
-Runs ``league-train env=<game>`` (a subprocess: the game's config file as it is, plus any
-``--override``) for a time budget with exact exploitability logged every few iterations,
+Runs ``league-train env=<game>`` (a subprocess: the game's preset as ``league-train`` applies
+it, plus any ``--override``) for a time budget with exact exploitability logged every few iterations,
 then prints one JSON object per measurement (``figure: exploitability``: time, env steps,
 each learning player, the league's meta-strategy: the mixture of its frozen players that
 ``league.meta_strategy`` names) and a summary: the first time the meta-strategy went below
@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-#: The games measured; each trains from its own config file (configs/env/<game>.yaml: PSRO,
-#: the poker PPO of configs/algo/ppo_poker.yaml, the snapshot and exploitability cadence).
+#: The games measured; each trains with its own preset (league/games/poker/presets.py: PSRO,
+#: the PPO best-response oracle, the snapshot and exploitability cadence).
 GAMES = ("kuhn_poker", "leduc_poker")
 #: Exploitability levels whose first crossing the summary reports (leduc's goal is 0.2, kuhn's 0.05 and 0.01).
 LEVELS = ("0.3", "0.2", "0.05", "0.02")

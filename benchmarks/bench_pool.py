@@ -6,9 +6,10 @@ opponents one by one from a pool of N frozen snapshots runs about N passes per s
 (:class:`~league.sampling.matchups.BlockedMatchups`), and a step runs about 2k passes.
 
 One in-process :class:`~league.sampling.Sampler` as the default job builds it (the composed
-``league-train`` config: connect four on the C++ core, the mirrored conv PPO, ``num_envs`` x
-``fragment_length`` of the env file, exploring starts), playing ``main`` (20%), uniform
-random (20%) and N snapshots (60%, uniform), as the default league does. For each N: ms per
+``league-train`` config with the ``connect_four`` preset applied: connect four on the C++ core,
+the mirrored conv PPO reading the threat planes, its ``num_envs`` x ``fragment_length``,
+exploring starts), playing ``main``, the league's fixed members and N snapshots (the rest,
+uniform) in the preset's shares (50% ``main``, 5% uniform random). For each N: ms per
 fragment with every episode drawing its own matchup (the baseline, same run) and with
 ``--draws`` k, and the speedup. One JSON object per pool size.
 
@@ -27,6 +28,7 @@ import torch
 from league.algos import make_algorithm
 from league.cli.train import composed_values
 from league.envs.base import AgentSpec
+from league.envs.factory import EnvFactory
 from league.population.scripted import scripted_factory
 from league.sampling import OpponentSampling, Sampler
 
@@ -41,11 +43,11 @@ def fragment_ms(cfg: dict, pool: int, draws: int, fragments: int) -> float:
     share = (1.0 - league["self_play_prob"] - sum(fixed.values())) / pool
     opponents = {"main": league["self_play_prob"], **fixed, **dict.fromkeys(snapshots, share)}
     scripted = {pid: scripted_factory(pid, spec, league["negamax_depth"]) for pid in fixed}
+    env = EnvFactory(cfg["env"]["name"], cfg["env"]["kwargs"], cfg["env"]["backend"], cfg["env"]["opening_plies"])
     sampler = Sampler(
-        cfg["env"]["name"], cfg["env"]["kwargs"], policies={"main": algo, **scripted, **dict.fromkeys(snapshots, algo)},
+        env, policies={"main": algo, **scripted, **dict.fromkeys(snapshots, algo)},
         frozen=(*fixed, *snapshots), matchups=OpponentSampling("main", opponents), num_envs=cfg["sampler"]["num_envs"],
-        fragment_length=cfg["sampler"]["fragment_length"], seed=0, env_backend=cfg["env"]["backend"],
-        opening_plies=cfg["env"]["opening_plies"], matchup_draws=draws,
+        fragment_length=cfg["sampler"]["fragment_length"], seed=0, matchup_draws=draws,
     )  # fmt: skip
     weights = {k: v.numpy() for k, v in algo.make_model().state_dict().items()}
     sampler.set_weights(dict.fromkeys(["main", *snapshots], weights))

@@ -1,7 +1,7 @@
 """Strength over time against opponents that play well (issue 13's yardsticks).
 
-Runs ``league-train env=<game>`` (a subprocess: the game's config file as it is, plus only
-bookkeeping overrides: the time budget, periodic checkpoints, quiet logging) and then, off
+Runs ``league-train env=<game>`` (a subprocess: the game's preset as ``league-train`` applies it,
+plus only bookkeeping overrides: the time budget, periodic checkpoints, quiet logging) and then, off
 the training clock, evaluates every periodic checkpoint's learning player (greedy) with the
 project's scripted players on the raw PettingZoo env (``env.backend`` plays no part):
 
@@ -76,7 +76,8 @@ def measure(game: str, policy: Any, spec: Any, games: int, seed: int) -> dict[st
     """``policy`` (greedy) against every yardstick opponent of ``game``, and random; tactics for connect four."""
     from league.policy import RandomPolicyFactory
     from league.population.scripted import scripted_factory
-    from league.population.yardstick import connect_four_tactics, play_matches
+    from league.games.connect_four.tactics import connect_four_tactics
+    from league.population.yardstick import play_matches
 
     setup = YARDSTICKS[game]
     results: dict[str, Any] = {}

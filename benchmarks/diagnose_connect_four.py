@@ -91,9 +91,9 @@ def losing_moves(obs: np.ndarray, masks: np.ndarray, actions: np.ndarray, horizo
     """Per horizon, the moves ``actions`` that first show as a forced loss while another legal
     move did not (``blunders``), and that first pass up a forced win (``missed_wins``)."""
     from league import _core
-    from league.algos.board_search import column_bits, connect_four_bitboards
+    from league.games.connect_four.rules import bitboards, column_bits
 
-    mine, theirs = connect_four_bitboards(obs)
+    mine, theirs = bitboards(obs)
     legal = column_bits(masks)
     first_blunder = np.full(len(obs), -1)
     first_miss = np.full(len(obs), -1)
@@ -180,7 +180,7 @@ class ValueLookahead:
 class EndgameOracle:
     """The policy's greedy move until at most ``empty_cells`` cells are empty, then the policy's most
     likely move among the game's exact best ones (solved to the end by the C++ core:
-    :func:`league.algos.board_search.connect_four_endgame_moves`)."""
+    :func:`league.games.connect_four.search.endgame_moves`)."""
 
     learns = False
 
@@ -189,11 +189,11 @@ class EndgameOracle:
 
     def compute_actions(self, obs: np.ndarray, action_mask: np.ndarray, explore: bool = False) -> dict[str, np.ndarray]:
         """The column played per row (``explore`` is ignored)."""
-        from league.algos.board_search import connect_four_endgame_moves
+        from league.games.connect_four.search import endgame_moves
 
         obs = np.asarray(obs, dtype=np.float32)
         probs = self.policy.action_probabilities(obs, action_mask)
-        solved, best, _ = connect_four_endgame_moves(obs, action_mask, self.empty_cells)
+        solved, best, _ = endgame_moves(obs, action_mask, self.empty_cells)
         probs[solved] = np.where(best, probs[solved] + 1.0, 0.0)  # a best move, the policy's first among them
         return {"actions": np.where(np.asarray(action_mask) > 0, probs, -1.0).argmax(1)}
 
@@ -214,7 +214,8 @@ def diagnose(policy: Any, spec: Any, games: int, openings: int, seed: int) -> li
     import torch
 
     from league.population.scripted import scripted_factory
-    from league.population.yardstick import connect_four_tactics, play_matches, random_play_positions
+    from league.games.connect_four.tactics import connect_four_tactics
+    from league.population.yardstick import play_matches, random_play_positions
 
     obs, masks = random_play_positions("connect_four", games, seed)
     _, my_lines = drops(obs, masks, 0)

@@ -18,6 +18,6 @@ def test_both_ways_of_drawing_are_timed_on_the_default_jobs_sampler():
     rows = [json.loads(line) for line in out.splitlines()]
     assert [r["snapshots"] for r in rows] == [1, 3]
     for row in rows:
-        assert row["env"] == "connect_four" and row["env_steps"] == 128 * 32  # the env file's sampler
+        assert row["env"] == "connect_four" and row["env_steps"] == 128 * 32  # the connect_four preset's sampler
         assert row["ms_each_episode_draws"] > 0 and row["ms_blocked"] > 0
         assert row["speedup"] == pytest.approx(row["ms_each_episode_draws"] / row["ms_blocked"], abs=0.02)

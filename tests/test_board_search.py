@@ -1,5 +1,6 @@
-"""The two-ply board search (league/algos/board_search.py) against brute force on real game positions,
-and PPO's search loss (algo.params.search_game)."""
+"""The k-in-a-row readings (league/games/k_in_a_row.py: the two-ply search, the threat planes) and
+connect four's exact search (league/games/connect_four/search.py) against brute force on real game
+positions, and PPO's distilled search (algo.params.aux_loss=<game>_search)."""
 
 from __future__ import annotations
 
@@ -8,21 +9,15 @@ import pytest
 import torch
 
 from league.algos import make_algorithm
-from league.algos.board_search import (
-    BOARD_RULES,
-    THREAT_PLANES,
-    best_exact_moves,
-    board_rules,
-    column_bits,
-    connect_four_bitboards,
-    exact_search_approved,
-    search_approved,
-    threat_planes,
-    threat_planes_torch,
-)
-from league.algos.ppo import SEARCH_APPROVED, PPO_INPUTS
+from league.algos.ppo import AUX_TARGETS, PPO_INPUTS
 from league.envs import make_env
+from league.games import connect_four, tictactoe
+from league.games.connect_four.search import ExactSearchLoss, exact_search_approved
+from league.games.k_in_a_row import THREAT_PLANES, check_board, search_approved, threat_planes, threat_planes_torch
 from league.population.yardstick import random_play_positions
+
+#: Each game's rules by env name.
+BOARD_RULES = {"connect_four": connect_four.RULES, "tictactoe": tictactoe.RULES}
 
 
 def _has_line(board: np.ndarray, k: int) -> bool:
@@ -86,14 +81,18 @@ def test_tictactoe_actions_are_the_cells_row_major():
     assert board[1, 2] == 1 and board.sum() == 1
 
 
-def test_a_search_game_that_does_not_fit_the_agent_is_refused_by_name():
-    with pytest.raises(ValueError, match="search_game 'connect_four' reads \\[6, 7, 2\\].*search_game=null"):
-        board_rules("connect_four", (3, 3, 2), 9)
+def test_a_search_loss_that_does_not_fit_the_agent_is_refused_by_name():
+    with pytest.raises(ValueError, match="algo.params.aux_loss reads connect_four boards "
+                                         "\\(\\[6, 7, 2\\] observations, 7 actions\\).*unset algo.params.aux_loss"):
+        check_board(connect_four.RULES, (3, 3, 2), 9, "algo.params.aux_loss")
     spec = make_env("tictactoe").spec("player_1")
-    with pytest.raises(ValueError, match="search_game 'connect_four'"):
-        make_algorithm("ppo", spec, {"search_game": "connect_four"})
-    with pytest.raises(ValueError, match="search_game must be one of"):
-        make_algorithm("ppo", spec, {"search_game": "chess"})
+    with pytest.raises(ValueError, match="aux_loss reads connect_four boards"):
+        make_algorithm("ppo", spec, {"aux_loss": "connect_four_search"})
+    with pytest.raises(ValueError, match="unknown auxiliary loss 'chess'; known: .*'connect_four_search'"):
+        make_algorithm("ppo", spec, {"aux_loss": "chess"})
+    c4 = make_env("connect_four").spec("player_0")
+    with pytest.raises(ValueError, match="aux_loss reads tictactoe boards"):
+        make_algorithm("ppo", c4, {"aux_loss": "tictactoe_search"})
 
 
 def test_ppo_search_loss_raises_the_approved_moves_probability():
@@ -102,15 +101,17 @@ def test_ppo_search_loss_raises_the_approved_moves_probability():
     torch.manual_seed(1)
     obs, masks = random_play_positions("connect_four", 10, seed=2)
     spec = make_env("connect_four").spec("player_0")
-    algo = make_algorithm("ppo", spec, {"search_game": "connect_four", "search_coef": 1.0, "model": "conv", "entropy_coef": 0.0})
+    params = {"aux_loss": "connect_four_search", "aux_loss_coef": 1.0, "model": "conv", "entropy_coef": 0.0}
+    algo = make_algorithm("ppo", spec, params)
     model = algo.make_model()
-    approved = search_approved(torch.from_numpy(obs), torch.from_numpy(masks), algo.search_rules)
+    approved = algo.aux.targets(torch.from_numpy(obs), torch.from_numpy(masks))
+    assert torch.equal(approved, search_approved(torch.from_numpy(obs), torch.from_numpy(masks), connect_four.RULES))
     pruned = (approved != torch.from_numpy(masks > 0)).any(1)
     n = len(obs)
     mb = {
         "obs": torch.from_numpy(obs), "action_mask": torch.from_numpy(masks),
         "actions": torch.from_numpy(masks.argmax(1)), "action_logp": torch.zeros(n), "vf_preds": torch.zeros(n),
-        "advantages": torch.zeros(n), "value_targets": torch.zeros(n), SEARCH_APPROVED: approved,
+        "advantages": torch.zeros(n), "value_targets": torch.zeros(n), AUX_TARGETS: approved,
     }
     assert set(PPO_INPUTS) <= set(mb)
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)
@@ -127,8 +128,8 @@ def test_ppo_search_loss_raises_the_approved_moves_probability():
         opt.zero_grad()
         loss.backward()
         opt.step()
-    assert 0 < stats["search_loss"] < 0.1
-    assert before < 0.5 and approved_mass() > 0.9  # zero advantages: the search loss alone moved it
+    assert 0 < stats["aux_loss"] < 0.1
+    assert before < 0.5 and approved_mass() > 0.9  # zero advantages: the auxiliary loss alone moved it
 
 
 def _connect_four(mine_cells: list[tuple[int, int]], theirs_cells: list[tuple[int, int]]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -143,67 +144,46 @@ def _connect_four(mine_cells: list[tuple[int, int]], theirs_cells: list[tuple[in
 def test_the_exact_search_at_depth_two_is_the_two_ply_reading():
     obs, masks = random_play_positions("connect_four", 60, seed=4)
     obs, masks = torch.from_numpy(obs), torch.from_numpy(masks)
-    two_ply = search_approved(obs, masks, BOARD_RULES["connect_four"])
+    two_ply = search_approved(obs, masks, connect_four.RULES)
     assert (exact_search_approved(obs, masks, 2) == two_ply).all()
-    deeper = search_approved(obs, masks, BOARD_RULES["connect_four"], depth=4)
+    assert (ExactSearchLoss(connect_four.RULES.obs_shape, 7).targets(obs, masks) == two_ply).all()  # the default depth
+    deeper = exact_search_approved(obs, masks, 4)
     assert (deeper & ~(masks > 0)).sum() == 0 and deeper.any(1).all()
     assert (deeper != two_ply).any(1).float().mean() > 0.03  # four plies see what two do not
 
 
+def _deeper(obs: torch.Tensor, mask: torch.Tensor, depth: int) -> torch.Tensor:
+    """The moves ``aux_loss=connect_four_search`` with ``aux_loss_kwargs.depth=depth`` distils."""
+    return ExactSearchLoss(connect_four.RULES.obs_shape, 7, depth=depth).targets(obs, mask)
+
+
 def test_deeper_search_makes_double_threats_and_refuses_to_allow_them():
-    rules = BOARD_RULES["connect_four"]
+    rules = connect_four.RULES
     # The mover holds the bottom row's columns 2 and 3 (the opponent's two pieces sit on top):
     # column 1 or 4 makes three in a row open at both ends, a win in three plies.
     obs, mask = _connect_four([(5, 2), (5, 3)], [(4, 2), (4, 3)])
     assert search_approved(obs, mask, rules).all()  # two plies see no win and no danger
     for depth in (3, 4, 5):
-        assert search_approved(obs, mask, rules, depth).nonzero()[:, 1].tolist() == [1, 4], depth
+        assert _deeper(obs, mask, depth).nonzero()[:, 1].tolist() == [1, 4], depth
     # Colours swapped: the opponent threatens that double threat, and only columns 1 and 4
     # (taking one of its ends) keep it from a win in four plies.
     obs, mask = _connect_four([(4, 2), (4, 3)], [(5, 2), (5, 3)])
-    assert search_approved(obs, mask, rules, 3).all()
-    assert search_approved(obs, mask, rules, 4).nonzero()[:, 1].tolist() == [1, 4]
+    assert _deeper(obs, mask, 3).all()
+    assert _deeper(obs, mask, 4).nonzero()[:, 1].tolist() == [1, 4]
 
 
-@pytest.mark.parametrize(("key", "bad", "good", "only_connect_four"), [
-    ("search_depth", [(1, "search_depth must be an int >= 2"), (2.5, "search_depth=2.5 has type float"), (True, "search_depth")],
-     4, "search_depth > 2 is searched for connect_four only"),
-    ("search_endgame", [(-1, "search_endgame must be an int in 0..18"), (19, "search_endgame must be"), (2.0, "search_endgame"),
-                        (True, "search_endgame")],
-     16, "search_endgame is searched for connect_four only.*search_endgame=0"),
-    ("endgame_values", [(-1, "endgame_values must be an int in 0..18"), (19, "endgame_values must be"), (2.0, "endgame_values"),
-                        (True, "endgame_values")],
-     14, "endgame_values solves connect_four only.*Set endgame_values=0"),
-])  # fmt: skip
-def test_search_settings_are_checked_by_name(key, bad, good, only_connect_four):
+def test_the_search_depth_is_checked_by_name():
     spec = make_env("connect_four").spec("player_0")
-    for value, why in bad:
-        with pytest.raises(ValueError, match=why):
-            make_algorithm("ppo", spec, {"search_game": "connect_four", key: value})
+    for value in (1, 2.5, True):
+        with pytest.raises(ValueError, match="aux_loss_kwargs.depth must be an int >= 2"):
+            make_algorithm("ppo", spec, {"aux_loss": "connect_four_search", "aux_loss_kwargs": {"depth": value}})
+    with pytest.raises(ValueError, match="aux_loss_kwargs .*'width'.* rejected by 'connect_four_search'"):
+        make_algorithm("ppo", spec, {"aux_loss": "connect_four_search", "aux_loss_kwargs": {"width": 3}})
     ttt = make_env("tictactoe").spec("player_1")
-    with pytest.raises(ValueError, match=only_connect_four):
-        make_algorithm("ppo", ttt, {"search_game": "tictactoe", key: good})
-    algo = make_algorithm("ppo", spec, {"search_game": "connect_four", key: good, "model": "conv"})
-    assert getattr(algo.config, key) == good
-
-
-def test_endgame_positions_are_searched_to_the_end_of_the_game():
-    from league import _core
-    from tests.searched_openings import searched_openings
-
-    bs = searched_openings(1024, seed=7)
-    obs, mask = torch.from_numpy(bs.obs.copy()), torch.from_numpy(bs.masks.copy())
-    late = 42 - (bs.obs > 0.5).sum((1, 2, 3)) <= 10
-    assert late.sum() >= 20 and (~late).sum() >= 20
-    approved = exact_search_approved(obs, mask, 4, endgame=10).numpy()
-    four_plies = exact_search_approved(obs, mask, 4).numpy()
-    assert (approved[~late] == four_plies[~late]).all()  # elsewhere the four-ply reading, unchanged
-    # in the endgame the game's exact best moves: the plain search (every move tried) to the end
-    mine, theirs = connect_four_bitboards(bs.obs[late])
-    scores = np.empty((int(late.sum()), 7), np.int64)
-    _core.connect_four_exact_scores(mine, theirs, column_bits(bs.masks[late]), 10, scores, forcing=False)
-    assert (approved[late] == best_exact_moves(scores, bs.masks[late] > 0)).all()
-    assert (approved[late] != four_plies[late]).any()  # it reads further than four plies there
+    with pytest.raises(ValueError, match="rejected by 'tictactoe_search'"):  # its reading is two plies, no deeper
+        make_algorithm("ppo", ttt, {"aux_loss": "tictactoe_search", "aux_loss_kwargs": {"depth": 4}})
+    algo = make_algorithm("ppo", spec, {"aux_loss": "connect_four_search", "aux_loss_kwargs": {"depth": 4}, "model": "conv"})
+    assert algo.config.aux_loss_kwargs == {"depth": 4} and algo.aux.depth == 4
 
 
 def _brute_planes(obs: np.ndarray, game: str) -> np.ndarray:

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from league.population.scripted import _C4_BIT_VALUES, _c4_drop_bit, _c4_has_four
+from league.games.connect_four.rules import CELL_BITS, drop_bit, has_four
 from league.population.yardstick import random_play_positions
 
 _PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "diagnose_connect_four.py"
@@ -25,9 +25,9 @@ def positions() -> tuple[np.ndarray, np.ndarray]:
 def _bitboard_wins(obs: np.ndarray, mask: np.ndarray, plane: int) -> list[set[int]]:
     out = []
     for o, m in zip(obs, mask):
-        mine = int(((o[..., plane] > 0.5) * _C4_BIT_VALUES).sum())
-        occupied = int(((o.sum(-1) > 0.5) * _C4_BIT_VALUES).sum())
-        out.append({c for c in range(7) if m[c] and (bit := _c4_drop_bit(occupied, c)) and _c4_has_four(mine | bit)})
+        mine = int(((o[..., plane] > 0.5) * CELL_BITS).sum())
+        occupied = int(((o.sum(-1) > 0.5) * CELL_BITS).sum())
+        out.append({c for c in range(7) if m[c] and (bit := drop_bit(occupied, c)) and has_four(mine | bit)})
     return out
 
 
@@ -154,7 +154,7 @@ def test_games_by_seat_splits_outcomes_and_their_lengths_per_seat():
 
 
 def test_the_endgame_oracle_plays_best_moves_late_and_the_policy_before():
-    from league.algos.board_search import connect_four_endgame_moves
+    from league.games.connect_four.search import endgame_moves
     from tests.searched_openings import searched_openings
 
     class PreferredColumn:  # the policy's probabilities: column 6 first, then 5, ..., where legal
@@ -165,7 +165,7 @@ def test_the_endgame_oracle_plays_best_moves_late_and_the_policy_before():
     batch = searched_openings(256, seed=2)
     obs, masks = batch.obs.copy(), batch.masks.copy()
     actions = diagnose.EndgameOracle(PreferredColumn(), 10).compute_actions(obs, masks)["actions"]
-    solved, best, _ = connect_four_endgame_moves(obs, masks, 10)
+    solved, best, _ = endgame_moves(obs, masks, 10)
     assert 20 <= solved.sum() < len(obs) - 20
     # late: the policy's first choice among the best moves (the highest best column)
     assert actions[solved].tolist() == [int(np.flatnonzero(row).max()) for row in best]

@@ -5,6 +5,8 @@ Every test here is marked ``gpu`` and skipped (with the reason) where CUDA is ab
 
 from __future__ import annotations
 
+import io
+
 import numpy as np
 import pytest
 import torch
@@ -92,7 +94,9 @@ def test_stacked_group_moves_its_batch_to_the_gpu_once(monkeypatch):
     learner.learn_on_batch(MultiAgentBatch({f"p{i}": ppo_batch(96, i) for i in range(4)}, 96))
     # One upload for the whole group, however many epochs and minibatches follow.
     assert calls == [(4, {"cuda"})]
-    assert all(p.is_cuda for pid in learner.policy_ids() for p in learner._policies[pid].model.parameters())
+    # The models stay on the GPU: their saved state (torch.save keeps each tensor's device) is CUDA's.
+    states = [torch.load(io.BytesIO(learner.get_state(pid)), weights_only=True)["model"] for pid in learner.policy_ids()]
+    assert all(t.is_cuda for state in states for t in state.values())
 
 
 def _board_batch(rows: int, seed: int) -> SampleBatch:
@@ -115,26 +119,27 @@ def _board_batch(rows: int, seed: int) -> SampleBatch:
     )
 
 
-@pytest.mark.parametrize("endgame", [0, 16])
-def test_the_default_jobs_planes_and_search_on_cuda_match_cpu(monkeypatch, endgame):
-    """Threat planes (the torch reading on CUDA, C++ on CPU) and the four-ply search (C++, the
-    rows moved to the host and back; with ``search_endgame``, late positions solved to the end)
-    give the default job's update the same result on both."""
+@pytest.mark.parametrize("depth", [2, 4])
+def test_the_default_jobs_planes_and_search_on_cuda_match_cpu(monkeypatch, depth):
+    """Threat planes (the torch reading on CUDA, C++ on CPU) and the distilled search (depth 4,
+    the connect_four preset's: C++, the rows moved to the host and back; depth 2: the torch
+    two-ply reading on the model's device) give the default job's update the same result on both."""
     import torch.backends.cuda
 
     from league.algos import make_algorithm
-    from league.algos.board_search import BOARD_RULES, threat_planes
     from league.cli.train import composed_values
+    from league.games.connect_four.rules import RULES
+    from league.games.k_in_a_row import threat_planes
 
     monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
     monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)
     batch = _board_batch(600, seed=3)
     obs = torch.from_numpy(batch[C.OBS])
-    rules = BOARD_RULES["connect_four"]
-    assert torch.equal(threat_planes(obs.cuda(), rules).cpu(), threat_planes(obs, rules))
+    assert torch.equal(threat_planes(obs.cuda(), RULES).cpu(), threat_planes(obs, RULES))
     params = composed_values()["algo"]["params"]
-    assert params["model_kwargs"]["threat_planes"] == "connect_four" and params["search_depth"] == 4
-    params = {**params, "search_endgame": endgame}
+    assert params["model_kwargs"]["input_features"] == "connect_four_threats"
+    assert params["aux_loss"] == "connect_four_search" and params["aux_loss_kwargs"] == {"depth": 4}
+    params = {**params, "aux_loss_kwargs": {"depth": depth}}
     results = {}
     for device in ("cpu", "cuda"):
         learner = Learner(device, seed=5)
@@ -145,4 +150,4 @@ def test_the_default_jobs_planes_and_search_on_cuda_match_cpu(monkeypatch, endga
     (cpu_weights, cpu_stats), (gpu_weights, gpu_stats) = results["cpu"], results["cuda"]
     for key, value in cpu_weights.items():
         np.testing.assert_allclose(gpu_weights[key], value, rtol=1e-3, atol=1e-3, err_msg=key)
-    assert gpu_stats["search_loss"] == pytest.approx(cpu_stats["search_loss"], rel=1e-3, abs=1e-4)
+    assert gpu_stats["aux_loss"] == pytest.approx(cpu_stats["aux_loss"], rel=1e-3, abs=1e-4)

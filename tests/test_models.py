@@ -196,13 +196,13 @@ def test_convs_see_contiguous_channels_first_batches(model_class, shape):
 
 
 def test_both_wrappers_answer_for_the_model_they_wrap():
-    # Threat planes around a symmetrised conv (connect four's default): the learner's
+    # Input features (threat planes) around a symmetrised conv (connect four's preset): the learner's
     # normaliser update and the value scale read the conv's own attributes through both.
-    from league.algos.models import ThreatPlanesModel, build_model, update_normalizers
+    from league.algos.models import InputFeaturesModel, build_model, update_normalizers
     from league.algos.symmetry import SymmetrizedModel
 
-    model = build_model("conv", (6, 7, 2), 7, symmetry="flip_lr", threat_planes="connect_four", normalize_values=True)
-    assert isinstance(model, ThreatPlanesModel) and isinstance(model.base, SymmetrizedModel)
+    model = build_model("conv", (6, 7, 2), 7, symmetry="flip_lr", input_features="connect_four_threats", normalize_values=True)
+    assert isinstance(model, InputFeaturesModel) and isinstance(model.base, SymmetrizedModel)
     conv = model.base.base
     assert model.value_norm is conv.value_norm and model.vf is conv.vf and model.log_std is None
     update_normalizers(model, value_targets=torch.full((16,), 3.0))

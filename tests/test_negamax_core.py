@@ -12,11 +12,15 @@ import numpy as np
 import pytest
 
 from league import _core
-from league.algos.board_search import column_bits, connect_four_bitboards
-from league.population.scripted import _C4_ROWS, _C4_STRIDE, ConnectFourNegamaxPolicy
-from league.population.scripted import _c4_drop_bit as _drop
-from league.population.scripted import _c4_has_four as _four
+from league.games.connect_four.negamax import ConnectFourNegamaxPolicy
+from league.games.connect_four.rules import RULES, column_bits
+from league.games.connect_four.rules import bitboards as connect_four_bitboards
+from league.games.connect_four.rules import drop_bit as _drop
+from league.games.connect_four.rules import has_four as _four
+from league.games.connect_four.search import WIN_SCORE
 
+_C4_ROWS = RULES.rows
+_C4_STRIDE = 7  # bits per column of the core's bitboard (the seventh always empty)
 COLS = 7
 ORDER = (3, 2, 4, 1, 5, 0, 6)
 WIN = 1_000_000
@@ -207,8 +211,8 @@ def test_core_refuses_bad_input():
 
 
 def test_the_core_publishes_the_win_score_its_searches_use():
-    # board_search reads plies to a forced result from scores through this constant.
-    assert _core.CONNECT_FOUR_WIN_SCORE == WIN
+    # the connect-four plug-in reads plies to a forced result from scores through this constant.
+    assert _core.CONNECT_FOUR_WIN_SCORE == WIN == WIN_SCORE
     obs = np.zeros((1, 6, 7, 2), np.float32)
     obs[0, 3:, 0, 0] = 1.0  # the mover has three in column 0: a win at once
     obs[0, 5, (2, 3, 5), 1] = 1.0

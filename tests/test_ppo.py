@@ -90,7 +90,7 @@ def test_ppo_loss_on_fixed_batch_matches_numpy():
     loss, stats = algo.loss(model, mb)
     assert loss.item() == pytest.approx(_np_loss(model, mb, algo.config), rel=1e-5)
     assert 0.0 <= stats["clip_frac"] <= 1.0
-    assert "search_loss" not in stats  # no search_game: no search statistic
+    assert "aux_loss" not in stats  # no aux_loss: no auxiliary statistic
     loss.backward()
     assert model.w.grad is not None and torch.isfinite(model.w.grad).all()
 

@@ -1,4 +1,4 @@
-"""Scripted players against the real PettingZoo classic environments."""
+"""Scripted players (the game plug-ins' negamax and minimax) against the real PettingZoo classic environments."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import pytest
 from pettingzoo.classic import connect_four_v3, tictactoe_v3
 
 from league.policy import Policy, RandomPolicy
-from league.population import ConnectFourNegamaxPolicy, TicTacToeMinimaxPolicy
+from league.games.connect_four.negamax import ConnectFourNegamaxPolicy
+from league.games.tictactoe.minimax import TicTacToeMinimaxPolicy
 
 
 def _act(policy: Policy, obs: dict, explore: bool = True) -> int:

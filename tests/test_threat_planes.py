@@ -1,19 +1,17 @@
-"""Models that read board observations with their threat planes (model_kwargs.threat_planes):
-the planes reach the network, the mirror and d4 stay exact, checkpoints round-trip, and
-settings that do not fit are refused or dropped by name."""
+"""Models that read board observations with their threat planes (model_kwargs.input_features=
+connect_four_threats | tictactoe_threats): the planes reach the network, the mirror and d4 stay
+exact, checkpoints round-trip, and settings that do not fit are refused by name."""
 
 from __future__ import annotations
-
-import warnings
 
 import pytest
 import torch
 
 from league.algos import make_algorithm
-from league.algos.board_search import THREAT_PLANES
-from league.algos.models import ConvModel, MLPModel, ThreatPlanesModel, build_model
+from league.algos.models import ConvModel, InputFeaturesModel, MLPModel, build_model
 from league.algos.symmetry import SymmetrizedModel
 from league.envs.base import AgentSpec
+from league.games.k_in_a_row import THREAT_PLANES, ThreatPlanes
 from league.population.yardstick import random_play_positions
 
 C4 = AgentSpec((6, 7, 2), 7, True)
@@ -21,8 +19,9 @@ C4 = AgentSpec((6, 7, 2), 7, True)
 
 def test_the_network_reads_the_planes_and_the_mirror_stays_exact() -> None:
     torch.manual_seed(0)
-    model = build_model("conv", (6, 7, 2), 7, symmetry="flip_lr", threat_planes="connect_four")
-    assert isinstance(model, ThreatPlanesModel) and isinstance(model.base, SymmetrizedModel)  # planes read once per row
+    model = build_model("conv", (6, 7, 2), 7, symmetry="flip_lr", input_features="connect_four_threats")
+    assert isinstance(model, InputFeaturesModel) and isinstance(model.base, SymmetrizedModel)  # planes read once per row
+    assert isinstance(model.features, ThreatPlanes) and model.features.rules.name == "connect_four"
     assert isinstance(model.base.base, ConvModel) and model.base.base.convs[0].in_channels == 2 + len(THREAT_PLANES)
     obs, _ = random_play_positions("connect_four", 3, seed=1)
     obs = torch.from_numpy(obs)
@@ -40,7 +39,7 @@ def test_d4_stays_exact_on_tictactoe_and_mlps_take_the_planes_too() -> None:
     from test_symmetry import _assert_d4_invariant
 
     torch.manual_seed(0)
-    model = build_model("mlp", (3, 3, 2), 9, symmetry="d4", threat_planes="tictactoe")
+    model = build_model("mlp", (3, 3, 2), 9, symmetry="d4", input_features="tictactoe_threats")
     assert isinstance(model.base.base, MLPModel)
     _assert_d4_invariant(model)
 
@@ -52,12 +51,14 @@ def test_ppo_reads_the_planes_once_per_update_with_the_same_result(monkeypatch) 
 
     import league.algos.models as models
     import league.algos.ppo as ppo
+    import league.games.k_in_a_row as k_in_a_row
     from league.batch import MultiAgentBatch
     from league.cli.train import composed_values
     from league.learn import Learner
     from tests.test_gpu import _board_batch
 
-    params = {**composed_values()["algo"]["params"], "num_epochs": 3, "minibatch_size": 128}
+    params = {**composed_values()["algo"]["params"], "num_epochs": 3, "minibatch_size": 128}  # the connect_four preset's
+    assert params["model_kwargs"]["input_features"] == "connect_four_threats"
     obs = torch.from_numpy(random_play_positions("connect_four", 3, seed=1)[0])
     model = make_algorithm("ppo", C4, params).make_model()
     features = models.input_features(model, obs)
@@ -65,8 +66,8 @@ def test_ppo_reads_the_planes_once_per_update_with_the_same_result(monkeypatch) 
     torch.testing.assert_close(model(features), model(obs), rtol=0, atol=0)
     batch = _board_batch(600, seed=4)
     calls = []
-    reading = models.threat_planes
-    monkeypatch.setattr(models, "threat_planes", lambda o, rules: calls.append(len(o)) or reading(o, rules))
+    reading = k_in_a_row.threat_planes
+    monkeypatch.setattr(k_in_a_row, "threat_planes", lambda o, rules: calls.append(len(o)) or reading(o, rules))
 
     def update() -> dict[str, np.ndarray]:
         learner = Learner("cpu", seed=5)
@@ -87,7 +88,7 @@ def test_ppo_reads_the_planes_once_per_update_with_the_same_result(monkeypatch) 
 
 
 def test_a_checkpointed_model_loads_and_answers_the_same() -> None:
-    params = {"model": "conv", "model_kwargs": {"symmetry": "flip_lr", "threat_planes": "connect_four"}}
+    params = {"model": "conv", "model_kwargs": {"symmetry": "flip_lr", "input_features": "connect_four_threats"}}
     torch.manual_seed(1)
     saved = make_algorithm("ppo", C4, params).make_model()
     torch.manual_seed(2)
@@ -99,29 +100,30 @@ def test_a_checkpointed_model_loads_and_answers_the_same() -> None:
 
 
 def test_settings_that_do_not_fit_are_refused_by_name() -> None:
-    with pytest.raises(ValueError, match="threat_planes 'connect_four' reads \\[6, 7, 2\\].*model_kwargs.threat_planes=null"):
-        build_model("conv", (3, 3, 2), 9, threat_planes="connect_four")
-    with pytest.raises(ValueError, match="model_kwargs.threat_planes must be one of"):
-        build_model("conv", (6, 7, 2), 7, threat_planes="go")
+    with pytest.raises(ValueError, match="model_kwargs.input_features reads connect_four boards \\(\\[6, 7, 2\\] observations"
+                                         ".*unset algo.params.model_kwargs.input_features"):
+        build_model("conv", (3, 3, 2), 9, input_features="connect_four_threats")
+    with pytest.raises(ValueError, match="model_kwargs.input_features reads tictactoe boards"):
+        build_model("conv", (6, 7, 2), 7, input_features="tictactoe_threats")
+    with pytest.raises(ValueError, match="input_features: unknown input features 'go'; known: .*connect_four_threats"):
+        build_model("conv", (6, 7, 2), 7, input_features="go")
     with pytest.raises(ValueError, match="normalize_obs=false"):
-        build_model("conv", (6, 7, 2), 7, threat_planes="connect_four", normalize_obs=True)
+        build_model("conv", (6, 7, 2), 7, input_features="connect_four_threats", normalize_obs=True)
 
 
-def test_another_env_drops_the_planes_with_a_warning() -> None:
+def test_another_env_does_not_inherit_the_planes() -> None:
     from league.cli.train import composed_values
     from league.config import parse_run_config
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        cfg = parse_run_config(composed_values(["env.name=tictactoe"]))  # the default env file names them
-    said = [str(w.message) for w in caught]
-    assert any("threat_planes=connect_four ignored for env 'tictactoe'" in m for m in said), said
-    assert "threat_planes" not in cfg.algo.params["model_kwargs"]
+    assert composed_values()["algo"]["params"]["model_kwargs"]["input_features"] == "connect_four_threats"  # the default job's
+    cfg = parse_run_config(composed_values(["env.name=tictactoe"]))  # its own preset, nothing of connect four's
+    assert cfg.preset == "tictactoe" and "input_features" not in cfg.algo.params["model_kwargs"]
     model = make_algorithm(cfg.algo.name, AgentSpec((3, 3, 2), 9, True), cfg.algo.params).make_model()
-    assert not any(isinstance(m, ThreatPlanesModel) for m in model.modules())
+    assert not any(isinstance(m, InputFeaturesModel) for m in model.modules())
 
 
 def test_policies_with_planes_are_never_stacked() -> None:
     # vmap over stacked weights cannot map the planes' C++ reading: such policies train one by one
     assert make_algorithm("ppo", C4, {"model": "conv"}).stack_key() is not None
-    assert make_algorithm("ppo", C4, {"model": "conv", "model_kwargs": {"threat_planes": "connect_four"}}).stack_key() is None
+    planes = {"model": "conv", "model_kwargs": {"input_features": "connect_four_threats"}}
+    assert make_algorithm("ppo", C4, planes).stack_key() is None

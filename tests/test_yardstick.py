@@ -1,5 +1,5 @@
 """Strength yardsticks (league/population/yardstick.py): per-seat matches from varied
-openings, and connect-four immediate-win / block rates."""
+openings, and connect-four immediate-win / block rates (league/games/connect_four/tactics.py)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 
 from league.envs import make_env
+from league.games.connect_four.tactics import connect_four_tactics
 from league.policy import Policy, RandomPolicyFactory
 from league.population.scripted import scripted_factory
-from league.population.yardstick import connect_four_tactics, play_matches
+from league.population.yardstick import play_matches
 
 
 def _spec(env_name: str):
