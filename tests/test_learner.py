@@ -231,23 +231,23 @@ def test_weights_and_state_roundtrip_and_seeding():
     torch.manual_seed(123)
     expected_next = torch.rand(1)
     torch.manual_seed(123)
+    shuffled = {**SMALL, "minibatch_size": 8}  # four minibatches an epoch, in the order the policy's RNG draws
     a = Learner(seed=3)
-    a.add_policy("p", make_algorithm("ppo", VEC, SMALL), seed_offset=5)
+    a.add_policy("p", make_algorithm("ppo", VEC, shuffled), seed_offset=5)
     assert torch.equal(torch.rand(1), expected_next)  # adding a policy leaves the global RNG alone
     b = Learner(seed=3)
     b.add_policy("q", make_algorithm("ppo", VEC, SMALL))
-    b.add_policy("p", make_algorithm("ppo", VEC, SMALL), seed_offset=5)
+    b.add_policy("p", make_algorithm("ppo", VEC, shuffled), seed_offset=5)
     assert max_diff(a.get_weights(), b.get_weights(["p"])) == 0.0
 
     a.learn_on_batch(MultiAgentBatch({"p": ppo_batch(VEC, 32, 0)}, 32))
     b.set_state("p", a.get_state("p"))
     assert max_diff(a.get_weights(), b.get_weights(["p"])) == 0.0
     batch = MultiAgentBatch({"p": ppo_batch(VEC, 32, 1)}, 32)
-    b._policies["p"].rng = np.random.default_rng(0)  # same minibatch order on both sides
-    a._policies["p"].rng = np.random.default_rng(0)
     a.learn_on_batch(batch)
     b.learn_on_batch(batch, ["p"])
-    assert max_diff(a.get_weights(), b.get_weights(["p"])) < 1e-6  # optimiser state came along
+    # The optimiser state came along, and the minibatch RNG too (the same minibatch order).
+    assert max_diff(a.get_weights(), b.get_weights(["p"])) < 1e-6
 
     with pytest.raises(ValueError, match="do not fit its model"):
         b.set_weights({"p": {"trunk.1.weight": np.zeros((2, 2), np.float32)}})
@@ -316,7 +316,8 @@ class _FakeStream:
 
 def test_concurrent_stream_path_matches_in_turn(monkeypatch):
     main = _FakeStream()
-    monkeypatch.setattr(torch.cuda, "Stream", _FakeStream)
+    created: list[_FakeStream] = []  # every stream the learner made for its tasks
+    monkeypatch.setattr(torch.cuda, "Stream", lambda device=None: created.append(_FakeStream(device)) or created[-1])
     monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: main)
     monkeypatch.setattr(torch.cuda, "stream", lambda stream: contextlib.nullcontext())
     monkeypatch.setattr(torch.cuda, "device", lambda device: contextlib.nullcontext())
@@ -338,7 +339,7 @@ def test_concurrent_stream_path_matches_in_turn(monkeypatch):
     # Every task waited for the main stream, and the main stream for every task's stream,
     # also in the call that failed (3 + 3 + 2 tasks).
     assert main.waited_on == 8
-    assert sum(stream.waited_on for stream in learner._streams) == 8
+    assert len(created) == 3 and sum(stream.waited_on for stream in created) == 8
     (w0, s0, g0), (w1, s1, g1) = results
     assert max_diff(w0, w1) == 0.0 and s0 == s1
     for pid in g0:
@@ -364,9 +365,13 @@ def test_bf16_precision_runs_the_update_in_bfloat16_and_keeps_fp32_weights():
     weights = {}
     for precision in ("fp32", "bf16"):
         learner = Learner("cpu", seed=0, precision=precision)
-        learner.add_policy("p", make_algorithm("ppo", BOARD, {**SMALL, "model": "conv", "model_kwargs": {}}))
+        algo = make_algorithm("ppo", BOARD, {**SMALL, "model": "conv", "model_kwargs": {}})
+        models = []  # the model the learner builds through the algorithm's public make_model
+        make_model = algo.make_model
+        algo.make_model = lambda *a, **k: models.append(make_model(*a, **k)) or models[-1]
+        learner.add_policy("p", algo)
         seen: list[torch.dtype] = []
-        linear = next(m for m in learner._policies["p"].model.modules() if isinstance(m, torch.nn.Linear))
+        linear = next(m for m in models[-1].modules() if isinstance(m, torch.nn.Linear))
         linear.register_forward_hook(lambda _m, _i, out: seen.append(out.dtype))
         stats = learner.learn_on_batch(batch)["p"]
         assert all(np.isfinite(v) for v in stats.values()), stats
