@@ -113,7 +113,7 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
     check_symmetry(cfg, specs_met)
     # The algorithm validates its own hyperparameters (unknown keys, ranges), for each spec it meets.
     for group_spec in specs_met:
-        ALGORITHMS[cfg.algo.name](group_spec, cfg.algo.params)
+        _check_algorithm(cfg.algo.name, group_spec, cfg.algo.params)
     policies = {}
     for pid, values in cfg.policies.items():
         pc = _build(PolicyConfig, values, f"policies.{pid}")
@@ -122,7 +122,7 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
         if pid in ("random",) or "@" in pid:
             raise ValueError(f"policy id '{pid}' is reserved (random, or contains '@' used by snapshots)")
         pc.group = policy_group(pid, pc.group, group_specs)
-        ALGORITHMS[pc.algo](group_specs[pc.group] if pc.group else spec, pc.params)
+        _check_algorithm(pc.algo, group_specs[pc.group] if pc.group else spec, pc.params)
         policies[pid] = pc
     cfg.policies = policies
     if group_specs:
@@ -183,6 +183,17 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
     if cfg.eval.opponent != "random":
         raise ValueError(f"eval.opponent '{cfg.eval.opponent}' is not supported (known: random)")
     return cfg
+
+
+def _check_algorithm(name: str, spec: Any, params: dict[str, Any]) -> None:
+    """Build algorithm ``name`` and its model for agents of ``spec``: its hyperparameters and every
+    model option (kind, symmetry, a plug-in's input features) are checked against the env here,
+    before Ray starts. The global RNG is left as it was."""
+    import torch
+
+    algorithm = ALGORITHMS[name](spec, params)
+    with torch.random.fork_rng(devices=[]):
+        algorithm.make_model()
 
 
 def _fill_group_policies(cfg: RunConfig) -> None:

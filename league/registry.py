@@ -76,7 +76,7 @@ class Registry(Generic[T]):
         if name not in self._items:
             raise ValueError(
                 f"{setting}: unknown {self.kind} {name!r}; known: {self.names()}. A game plug-in registers its own "
-                f"(league.registry; docs/PLUGINS.md)"
+                f"(docs/PLUGINS.md)"
             )
         return self._items[name]
 
