@@ -48,6 +48,7 @@ import numpy as np
 
 from league.envs import make_env
 from league.envs.boards import BoardBatchedEnv
+from league.envs.factory import EnvFactory
 from league.policy import masked_uniform_actions
 
 
@@ -247,9 +248,9 @@ def sampler(game: str, backend: str, segments: bool, num_envs: int, fragment: in
     env = make_env(game, backend="pettingzoo")
     ppo = make_algorithm("ppo", env.spec(env.possible_agents[0]), {"model": "mlp"})
     factory = ppo if segments else PerChunkGAE(ppo)
-    s = Sampler(game, policies={"main": factory, "random": RandomPolicyFactory()}, frozen=("random",),
-                matchups=FixedMatchups({a: "main" for a in env.possible_agents}), num_envs=num_envs,
-                fragment_length=fragment, seed=0, env_backend=backend)
+    s = Sampler(EnvFactory(game, backend=backend), policies={"main": factory, "random": RandomPolicyFactory()},
+                frozen=("random",), matchups=FixedMatchups({a: "main" for a in env.possible_agents}), num_envs=num_envs,
+                fragment_length=fragment, seed=0)
     rate, per_cpu = _rate(lambda: s.sample().env_steps, seconds)
     return {"figure": "sampler", "game": game, "backend": backend, "postprocess": "segments" if segments else "per_chunk",
             "num_envs": num_envs, "fragment_length": fragment, "env_steps_per_s": round(rate),
@@ -271,8 +272,9 @@ def time_split(game: str, num_envs: int, fragment: int, seconds: float) -> dict:
     torch.set_num_threads(1)
     env = make_env(game, backend="pettingzoo")
     ppo = make_algorithm("ppo", env.spec(env.possible_agents[0]), {"model": "mlp"})
-    s = Sampler(game, policies={"main": ppo}, matchups=FixedMatchups({a: "main" for a in env.possible_agents}),
-                num_envs=num_envs, fragment_length=fragment, seed=0, env_backend="cpp")
+    s = Sampler(EnvFactory(game, backend="cpp"), policies={"main": ppo},
+                matchups=FixedMatchups({a: "main" for a in env.possible_agents}), num_envs=num_envs,
+                fragment_length=fragment, seed=0)
     s.sample()
     profile, steps, t0 = cProfile.Profile(), 0, time.perf_counter()
     profile.enable()

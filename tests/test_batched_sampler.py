@@ -15,6 +15,7 @@ from league.batch import MultiAgentBatch, SampleBatch
 from league.envs import make_env
 from league.envs.batched import VectorizedEnv
 from league.envs.boards import BoardBatchedEnv
+from league.envs.factory import EnvFactory
 from league.policy import RandomPolicyFactory
 from league.sampling import FixedMatchups, OpponentSampling, Sampler
 from league.sampling.batched_runner import BatchedRunner
@@ -28,7 +29,7 @@ def cpp_backend(monkeypatch):
     """Makes test_sampler's ``_sampler`` build C++-backed samplers."""
 
     def sampler(env="connect_four", matchups=None, **kw):
-        s = _ORIGINAL_SAMPLER(env, matchups, env_backend="cpp", **kw)
+        s = _ORIGINAL_SAMPLER(env, matchups, backend="cpp", **kw)
         assert isinstance(s._runner, BatchedRunner)
         return s
 
@@ -259,11 +260,14 @@ def test_a_failing_copy_voids_its_episode_only():
             assert not mb[C.TERMINATEDS][sel].any()
 
 
-def test_sampler_refuses_a_backend_the_env_lacks():
+def test_the_env_factory_refuses_a_backend_the_env_lacks():
     with pytest.raises(ValueError, match="env.backend=cpp exists for"):
-        Sampler("rps", policies={"main": RandomPolicyFactory()}, matchups=FixedMatchups({}), env_backend="cpp")
+        EnvFactory("rps", backend="cpp")
     with pytest.raises(ValueError, match="env.backend must be one of"):
-        Sampler("tictactoe", policies={"main": RandomPolicyFactory()}, matchups=FixedMatchups({}), env_backend="jax")
+        EnvFactory("tictactoe", backend="jax")
+    with pytest.raises(ValueError, match="env_kwargs go into the EnvFactory"):
+        Sampler(EnvFactory("tictactoe"), {"max_episode_steps": 3}, policies={"main": RandomPolicyFactory()},
+                matchups=FixedMatchups({}))
 
 
 def test_a_parallel_env_behind_the_generic_wrapper_credits_both_seats():

@@ -8,6 +8,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from league.envs.factory import EnvFactory
 from league.policy import RandomPolicy, RandomPolicyFactory
 from league.sampling import BlockedMatchups, OpponentSampling, Sampler
 
@@ -86,9 +87,9 @@ def test_a_sampler_with_blocked_draws_runs_fewer_policies_per_step(backend: str)
     for draws in (0, 1):
         log: list[str] = []
         factories = {pid: _CountingFactory(pid, log) for pid in ["main", *pool]}
-        sampler = Sampler("connect_four", policies=factories, frozen=tuple(pool),
+        sampler = Sampler(EnvFactory("connect_four", backend=backend), policies=factories, frozen=tuple(pool),
                           matchups=OpponentSampling("main", dict.fromkeys(pool, 1.0)), num_envs=16,
-                          fragment_length=40, seed=3, env_backend=backend, matchup_draws=draws)
+                          fragment_length=40, seed=3, matchup_draws=draws)
         assert isinstance(sampler._runner.matchups, BlockedMatchups) == (draws > 0)
         batch = sampler.sample()
         sampler.set_matchups(OpponentSampling("main", dict.fromkeys(pool, 1.0)))  # a new source is blocked too

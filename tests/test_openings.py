@@ -11,6 +11,7 @@ from league import _core
 from league.config import parse_run_config
 from league.envs import make_env
 from league.envs.boards import BoardBatchedEnv
+from league.envs.factory import EnvFactory
 from league.envs.openings import RandomOpenings
 from league.policy import RandomPolicyFactory
 from league.sampling import OpponentSampling, Sampler
@@ -67,9 +68,9 @@ def test_wrapper_opens_pettingzoo_games_and_refuses_simultaneous_moves() -> None
 @pytest.mark.parametrize("backend", ["cpp", "pettingzoo"])
 def test_training_episodes_open_at_random_and_evaluation_games_do_not(backend: str) -> None:
     sampler = Sampler(
-        "tictactoe", policies={"a": RandomPolicyFactory(), "b": RandomPolicyFactory()},
+        EnvFactory("tictactoe", backend=backend, opening_plies=4),
+        policies={"a": RandomPolicyFactory(), "b": RandomPolicyFactory()},
         matchups=OpponentSampling("a", {"b": 1.0}), num_envs=16, fragment_length=32, seed=1,
-        env_backend=backend, opening_plies=4,
     )
     for _ in range(4):
         sampler.sample()

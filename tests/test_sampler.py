@@ -11,6 +11,7 @@ from league.algos import make_algorithm
 from league.batch import Columns as C
 from league.batch import MultiAgentBatch, SampleBatch
 from league.envs import MultiAgentEnv, make_env, register_env
+from league.envs.factory import EnvFactory
 from league.policy import RandomPolicyFactory
 from league.sampling import EnvFailure, FixedMatchups, OpponentSampling, Sampler
 from league.sampling.versioning import WEIGHTS_VERSION
@@ -34,9 +35,9 @@ def _all_main(env_name: str) -> FixedMatchups:
     return FixedMatchups({a: "main" for a in env.possible_agents})
 
 
-def _sampler(env="connect_four", matchups=None, **kw) -> Sampler:
+def _sampler(env="connect_four", matchups=None, backend="pettingzoo", **kw) -> Sampler:
     return Sampler(
-        env,
+        EnvFactory(env, backend=backend),
         policies={"main": _ppo(env), "random": RandomPolicyFactory()},
         frozen=("random",),
         matchups=matchups or _all_main(env),
@@ -211,3 +212,18 @@ def test_env_failing_every_step_stops_with_clear_error():
     )
     with pytest.raises(EnvFailure, match="env 'broken_ttt' failed 4 times in a row.*boom"):
         s.sample()
+
+
+def test_evaluation_survives_a_crashing_env_and_plays_its_quota():
+    """A copy whose env raises during evaluation is replaced and its episode voided: the
+    evaluation still returns exactly the episodes asked for, each a whole game."""
+    register_env("flaky_eval_ttt", _FlakyEnv, overwrite=True)
+    _FlakyEnv.fail_every, _FlakyEnv.calls = 7, 0
+    s = Sampler("flaky_eval_ttt", policies={"main": _ppo("tictactoe"), "random": RandomPolicyFactory()}, frozen=("random",),
+                matchups=_all_main("tictactoe"), num_envs=3, fragment_length=5, seed=0)
+    before = _FlakyEnv.calls
+    eps = s.evaluate(12, OpponentSampling("main", {"random": 1.0}))
+    assert (_FlakyEnv.calls - before) // 7 >= 5  # every 7th step raised
+    assert len(eps) == 12 and all(e["length"] >= 5 and sorted(e["policies"].values()) == ["main", "random"] for e in eps)
+    ids = sorted(e["episode_id"] for e in eps)
+    assert len(set(ids)) == 12 and ids[-1] - ids[0] + 1 > 12  # the voided episodes' ids are missing

@@ -1,6 +1,6 @@
 """The sampler's one training path for any env: N copies behind ``VectorizedEnv`` driven by
 ``BatchedRunner``. Agents of different specs (observation shapes, action counts, Discrete,
-Box and MultiDiscrete actions) give the per-copy ``EnvRunner``'s columns, dtypes and
+Box and MultiDiscrete actions) give the per-copy ``EnvRunner``'s (tests/runner_oracle.py) columns, dtypes and
 shapes (row for row on a deterministic env); env crashes, truncation bootstraps and the
 env families (parallel, single-agent Gymnasium, OpenSpiel, images) run through it."""
 
@@ -18,9 +18,10 @@ from league.envs import MultiAgentEnv, make_env, register_env
 from league.envs.base import AgentSpec, TimeStep
 from league.envs.batched import EnvFailure, VectorizedEnv, stack_rows
 from league.policy import RandomPolicyFactory
-from league.sampling import EnvRunner, FixedMatchups, Sampler
+from league.sampling import FixedMatchups, FunctionMatchups, Sampler
 from league.sampling.batched_runner import BatchedRunner
 from league.sampling.versioning import VersionedPolicy
+from tests.runner_oracle import EnvRunner
 from tests.test_sampler import _FlakyEnv
 
 
@@ -219,7 +220,7 @@ def test_sampler_trains_a_pettingzoo_board_game_through_the_batched_runner():
     from tests.test_sampler import EXPECTED_COLUMNS, _ppo
 
     s = _train_sampler("connect_four", {"main": _ppo()}, FixedMatchups({"player_0": "main", "player_1": "main"}))
-    assert s._env_backend == "pettingzoo"
+    assert s.env.backend == "pettingzoo"
     batches = [s.sample() for _ in range(6)]
     assert set(batches[0]["main"].keys()) == EXPECTED_COLUMNS
     assert _check_credit(s, batches) >= 4
@@ -340,3 +341,55 @@ def test_vectorized_env_takes_one_action_per_row_in_any_form():
     per_row = {"hunter": 1, "runner_0": 0, "runner_1": 1, "pilot": np.zeros(2, np.float32), "picker": np.array([1, 2])}
     bs = env.step([per_row[a] for a in [_FourKinds.possible_agents[k] for k in [0, 1, 2, 3, 4] * 2]])
     assert not bs.done.any() and bs.rewards[:, 0].tolist() == [1.0, 1.0] and bs.rewards[:, 4].tolist() == [2.0, 2.0]
+
+
+# Evaluation: per-copy quotas on the batched runner -------------------------------------------
+def test_evaluation_quotas_give_the_per_copy_runners_episodes():
+    """Each copy plays its quota of episodes and stops: the batched runner (record=False, the
+    env's autoreset flags) finishes the per-copy oracle's episodes, in its order, with its
+    per-seat returns and outcomes, and draws no matchup past the quotas."""
+    factories, policies = _four_kinds_policies()
+    quota = [3, 1, 2]
+    drawn = {"per_copy": [], "batched": []}
+
+    def matchups(name):
+        return FunctionMatchups(lambda agent, episode: drawn[name].append((agent, episode)) or _POLICY_OF[agent])
+
+    oracle = EnvRunner(_FourKinds, 3, policies, factories, matchups("per_copy"), np.random.default_rng(0), record=False,
+                       start=False)
+    oracle.quota = quota
+    oracle.reset_all()
+    while any(oracle.active):
+        oracle.step(explore=False)
+    runner = BatchedRunner(VectorizedEnv(_FourKinds, 3, "four_kinds"), policies, factories, matchups("batched"),
+                           np.random.default_rng(0), record=False, start=False)
+    assert not runner.active.any() and runner.step() == 0 and not drawn["batched"]  # nothing before reset_all
+    runner.reset_all(quota)
+    steps = 0
+    while runner.active.any():
+        steps += runner.step(explore=False)
+    assert runner.episode_stats == oracle.episode_stats and len(runner.episode_stats) == 6
+    assert steps == 6 * _FourKinds.LENGTH and runner.step() == 0
+    assert drawn["batched"] == drawn["per_copy"] and len({e for _, e in drawn["batched"]}) == 6
+    assert runner.episodes_completed.tolist() == quota and runner.policies_in_use() == set()
+    with pytest.raises(ValueError, match="quota takes one episode count >= 1 per env copy"):
+        runner.reset_all([1, 0, 1])
+
+
+@pytest.mark.parametrize("backend", ["cpp", "pettingzoo"])
+def test_sampler_evaluation_plays_a_matchup_batch_once(backend):
+    """Quotas of 3, 3, 2 and 2 episodes on 4 copies: each of 10 different matchups is played
+    once (the batch never wraps), with per-seat outcomes."""
+    from league.envs.factory import EnvFactory
+    from league.sampling import Matchup, MatchupBatch
+
+    pids = ["a", "b", "c", "d", "e"]
+    s = Sampler(EnvFactory("tictactoe", backend=backend), policies={p: RandomPolicyFactory() for p in pids},
+                matchups=FixedMatchups({"player_1": "a", "player_2": "b"}), num_envs=4, seed=2)
+    seats = [{"player_1": x, "player_2": y} for x in pids for y in pids if x < y]
+    batch = MatchupBatch([Matchup(p) for p in seats])
+    episodes = s.evaluate(10, batch)
+    assert sorted(tuple(sorted(e["policies"].items())) for e in episodes) == sorted(tuple(sorted(p.items())) for p in seats)
+    assert batch.wraps == 0
+    assert all(sorted(e["outcome"].values()) in (["draw", "draw"], ["loss", "win"]) for e in episodes)
+    assert len(s.evaluate(3, FixedMatchups({"player_1": "a", "player_2": "b"}))) == 3 and s.evaluate(0, batch) == []

@@ -35,9 +35,10 @@ from league.learn import Learner
 from league.learn.learner_thread import LearnerThread
 from league.learn.staleness import FreshRowsLearner, select_fresh_rows
 from league.policy import Policy
-from league.sampling import EnvRunner, FixedMatchups, Sampler
+from league.sampling import FixedMatchups, Sampler
 from league.sampling.versioning import WEIGHTS_VERSION
 from algo_helpers import LinearActorCritic
+from tests.runner_oracle import EnvRunner
 
 CARTPOLE = make_env("cartpole").spec("agent_0")
 SMALL_PPO = {"model": "mlp", "model_kwargs": {"hidden": [16]}, "train_batch_size": 16, "minibatch_size": 16, "num_epochs": 1}

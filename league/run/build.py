@@ -19,6 +19,7 @@ from league.algos.compose import build_multi_policy_plan
 from league.config import RunConfig
 from league.envs import make_env
 from league.envs.base import AgentSpec
+from league.envs.factory import EnvFactory
 from league.runtime.actors import is_ray_actor, resolve, share, submit
 from league.runtime.recovery import on_sampler_restart
 from league.learn import Learner, LearnerGroup
@@ -171,16 +172,13 @@ def make_samplers(cfg: RunConfig, iteration: int, algorithms: Mapping[str, Algor
     frozen = league.frozen_policies()
     s = cfg.sampler
     kwargs: dict[str, Any] = dict(
-        env=cfg.env.name,
-        env_kwargs=cfg.env.kwargs,
+        env=EnvFactory(cfg.env.name, cfg.env.kwargs, cfg.env.backend, cfg.env.opening_plies),
         policies={**algorithms, EVAL_OPPONENT: _random_factory(algorithms), **{pid: f for pid, (f, _) in frozen.items()}},
         frozen=(EVAL_OPPONENT, *frozen),
         matchups=league.matchups(),
         num_envs=s.num_envs,
         fragment_length=s.fragment_length,
         max_consecutive_env_failures=s.max_consecutive_env_failures,
-        env_backend=cfg.env.backend,
-        opening_plies=cfg.env.opening_plies,
         matchup_draws=s.matchup_draws,
     )
     seed = sampler_seed(cfg.seed, iteration)

@@ -1,6 +1,6 @@
 """Samplers: env copies stepped in lock-step with batched inference, on Ray or in-process."""
 
-from league.sampling.env_runner import EnvFailure, EnvRunner
+from league.envs.batched import EnvFailure
 from league.sampling.matchups import (
     BlockedMatchups,
     FixedMatchups,
@@ -17,7 +17,6 @@ from league.sampling.sampler import Sampler, make_remote_samplers
 __all__ = [
     "Sampler",
     "make_remote_samplers",
-    "EnvRunner",
     "EnvFailure",
     "Matchup",
     "MatchupBatch",

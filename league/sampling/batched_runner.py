@@ -1,29 +1,38 @@
-"""The sampler's training path: a :class:`~league.envs.batched.BatchedMultiAgentEnv` driven on arrays.
+"""The sampler's one runner: a :class:`~league.envs.batched.BatchedMultiAgentEnv` driven on arrays.
 
-Every training rollout runs here: the C++ board games batched, any other env as N copies
-behind :class:`~league.envs.batched.VectorizedEnv`. :class:`BatchedRunner` is
-:class:`~league.sampling.env_runner.EnvRunner`'s counterpart for batched envs (which the
-sampler keeps for evaluation), with the same face (``step``, ``drain``, ``episode_stats``,
-``policies_in_use``, ``reset_all``, ``matchups``) and the same output: per policy, the
-``MultiAgentBatch`` columns EnvRunner produces (weights-version stamps, masks, ``eps_id``,
-``agent_index``, ``t``, the algorithm's postprocessing columns). Per step there is one
-policy forward per policy and no Python loop over env copies or agents: which policy acts
-in each row is a table lookup (``seat_policy[copy, agent]``), recording and reward credit
-are array writes (:mod:`league.sampling.row_store`). Python runs per *episode* (drawing its
-matchup from the :class:`~league.sampling.matchups.MatchupSource`, its stats) and per
-*chunk* at a fragment's end (postprocessing).
+Every rollout runs here, training and evaluation alike: the C++ board games batched, any
+other env as N copies behind :class:`~league.envs.batched.VectorizedEnv`. :class:`BatchedRunner`
+steps every copy at once (``step``), hands each policy's postprocessed rows over at a
+fragment's end (``drain``: the ``MultiAgentBatch`` columns, with weights-version stamps,
+masks, ``eps_id``, ``agent_index``, ``t`` and the algorithm's postprocessing columns) and
+keeps finished episodes' results (``episode_stats``: per-seat returns, policies and
+win/draw/loss, :func:`episode_record`). Per step there is one policy forward per policy and
+no Python loop over env copies or agents: which policy acts in each row is a table lookup
+(``seat_policy[copy, agent]``), recording and reward credit are array writes
+(:mod:`league.sampling.row_store`). Python runs per *episode* (drawing its matchup from the
+:class:`~league.sampling.matchups.MatchupSource`, its stats) and per *chunk* at a fragment's
+end (postprocessing).
+
+**Evaluation** (``record=False``, per-copy quotas): ``reset_all(quota)`` has copy ``i`` play
+``quota[i]`` episodes and then stop (the env's autoreset flag, turned off for its last
+episode: a stopped copy is not stepped and draws no further matchup, so a list of matchups
+is played exactly once, in order); ``active`` names the copies still playing.
 
 Agents of different specs (observation shapes, action counts, Box or MultiDiscrete
 actions) share the path: a policy plays agents of one spec, so the rows it acts in stack
 (:func:`~league.envs.batched.stack_rows` on ragged ``obs``/``masks``); Discrete actions
 are checked against the mask, Box and MultiDiscrete rows ``[B, D]`` are not (their
-distributions bound them), and the recorded ``actions`` column is EnvRunner's: ``int64[n]``,
+distributions bound them), and the recorded ``actions`` column is ``int64[n]``,
 ``float32[n, D]`` or ``int64[n, K]``. Env crashes are the env's (``failed`` copies, whose
-episodes are void; :class:`~league.envs.batched.EnvFailure` past the limit).
+episodes are void and do not count towards a quota; :class:`~league.envs.batched.EnvFailure`
+past the limit).
 
 Postprocessing: a factory may offer ``postprocess_segments(batch, starts, next_steps)``
 (the whole policy batch, its chunk starts and each chunk's next step) to postprocess all
-chunks at once; otherwise ``postprocess_trajectory`` is called per chunk, as EnvRunner does.
+chunks at once; otherwise ``postprocess_trajectory`` is called per chunk.
+
+``tests/runner_oracle.py`` keeps the per-copy runner (one env and one trajectory per copy,
+Python per step) this one's columns and episodes are tested against.
 """
 
 from __future__ import annotations
@@ -34,11 +43,48 @@ from league.batch import Columns as C
 from league.batch import SampleBatch
 from league.envs.batched import BatchedMultiAgentEnv, BatchStep, stack_rows
 from league.policy import Policy, PolicyFactory
-from league.sampling.env_runner import bound_episode_stats, episode_record, final_step
 from league.sampling.matchups import Matchup, MatchupSource
 from league.sampling.row_store import RowStore
 
-__all__ = ["BatchedRunner"]
+__all__ = ["BatchedRunner", "MAX_EPISODE_STATS", "bound_episode_stats", "episode_record", "final_step"]
+
+#: Finished-episode stats a runner keeps until they are popped; beyond it the oldest half is dropped.
+MAX_EPISODE_STATS = 100_000
+
+
+def episode_record(episode_id: int, length: int, returns: dict[str, float], policies: dict[str, str]) -> dict:
+    """One finished episode's stats: id, length, returns and policies per agent, and each
+    agent's outcome (``win`` for the best return, ``loss`` below it, ``draw`` when all tie)."""
+    best = max(returns.values())
+    winners = [a for a, r in returns.items() if r == best]
+    outcome = {a: ("draw" if len(winners) == len(returns) else "win" if a in winners else "loss") for a in returns}
+    return {"episode_id": episode_id, "length": length, "returns": returns, "policies": policies, "outcome": outcome}
+
+
+def bound_episode_stats(stats: list[dict]) -> int:
+    """Drop the oldest half of ``stats`` once it holds ``MAX_EPISODE_STATS`` (nobody pops
+    them: keep memory bounded); returns how many were dropped."""
+    if len(stats) < MAX_EPISODE_STATS:
+        return 0
+    del stats[: len(stats) // 2]
+    return MAX_EPISODE_STATS - len(stats)
+
+
+def final_step(policy: Policy, final_obs: np.ndarray, final_mask: np.ndarray | None, num_actions: int) -> dict:
+    """The next step a truncated agent's last chunk bootstraps from: ``policy``'s outputs at
+    its final observation (one row), with that observation and its mask.
+
+    The mask is the state's real legal actions: a bootstrap that maximises over actions
+    (DQN's n-step target) must not pick an illegal one. All ones only when the env gave no
+    mask, or one allowing nothing (e.g. not this agent's turn).
+    """
+    mask = np.ones((1, num_actions), dtype=np.int8)
+    if final_mask is not None and np.any(final_mask):
+        mask = np.array(final_mask, dtype=np.int8).reshape(1, num_actions)  # a copy: env masks may be shared, read-only
+    step = dict(policy.compute_actions(final_obs[None], mask, explore=False))
+    step[C.OBS] = final_obs[None]
+    step[C.ACTION_MASK] = mask
+    return step
 
 
 def _join_actions(parts: list[tuple[np.ndarray | None, np.ndarray]], k: int) -> np.ndarray:
@@ -59,7 +105,19 @@ def _join_actions(parts: list[tuple[np.ndarray | None, np.ndarray]], k: int) -> 
 
 
 class BatchedRunner:
-    """Steps every copy of a batched env together (see the module docstring)."""
+    """Steps every copy of a batched env together (see the module docstring).
+
+    Args:
+        env: the batched env (the runner owns it: :meth:`close` closes it).
+        policies, factories: by policy id, shared with the owning sampler (weight updates
+            show up here); a factory postprocesses its policy's rows.
+        matchups: who plays which agent, drawn per episode.
+        rng: draws env seeds (and the matchups' randomness).
+        record: record the learning seats' rows (training); False for evaluation.
+        episode_id_base: first episode id (ids are unique across samplers and runners).
+        start: begin episodes now; False waits for :meth:`reset_all` (an evaluation draws
+            only the matchups it plays).
+    """
 
     def __init__(
         self,
@@ -70,6 +128,7 @@ class BatchedRunner:
         rng: np.random.Generator,
         record: bool = True,
         episode_id_base: int = 0,
+        start: bool = True,
     ) -> None:
         self.env = env
         self._policies = policies  # shared with the owning sampler: weight updates show up here
@@ -95,7 +154,18 @@ class BatchedRunner:
         self._finals: dict[int, dict[str, np.ndarray]] = {}  # truncated row id -> bootstrap step
         self.episode_stats: list[dict] = []
         self.dropped_episode_stats = 0
-        self.reset_all()
+        # Per-copy episode quotas (evaluation): None plays on for ever.
+        self.quota: np.ndarray | None = None
+        self.episodes_completed = np.zeros(n, dtype=np.int64)
+        self._autoreset = np.ones(n, dtype=bool)
+        self._bs: BatchStep | None = None
+        if start:
+            self.reset_all()
+
+    @property
+    def active(self) -> np.ndarray:
+        """``bool[num_envs]``: the copies playing an episode (all but those whose quota is played)."""
+        return np.zeros(self._n, dtype=bool) if self._bs is None else self._bs.active
 
     @property
     def num_env_failures(self) -> int:
@@ -104,9 +174,12 @@ class BatchedRunner:
 
     # Stepping -------------------------------------------------------------------
     def step(self, explore: bool = True) -> int:
-        """One step of every env copy; returns the number of env steps taken."""
+        """One step of every active env copy; returns the number of env steps taken."""
         bs = self._bs
+        if bs is None or not len(bs.env_index):  # not started, or every copy's quota played
+            return 0
         env_index, agent_index = bs.env_index, bs.agent_index
+        stepped = self._n if bs.active.all() else int(np.count_nonzero(bs.active))
         codes = self._seat_policy[env_index, agent_index]
         present = np.flatnonzero(np.bincount(codes, minlength=len(self._pids)))
         parts: list[tuple[np.ndarray | None, np.ndarray]] = []
@@ -133,7 +206,7 @@ class BatchedRunner:
         self._bs = bs = self.env.step(parts[0][1] if len(parts) == 1 else _join_actions(parts, len(codes)))
         self._length += 1
         self._absorb(bs)
-        return self._n - int(np.count_nonzero(bs.failed))  # a failed copy's step is not counted
+        return stepped - int(np.count_nonzero(bs.failed))  # a failed copy's step is not counted
 
     def _open_rows(self, code, rows, env_index, agent_index, obs, mask, acts, out) -> None:
         env = env_index if rows is None else env_index[rows]
@@ -143,8 +216,7 @@ class BatchedRunner:
             return
         sel = np.flatnonzero(learns)
         env, agent = env[sel], agent[sel]
-        # The action column as EnvRunner's trajectories record it: int64[n] (Discrete),
-        # float32[n, D] (Box), int64[n, K] (MultiDiscrete).
+        # The action column: int64[n] (Discrete), float32[n, D] (Box), int64[n, K] (MultiDiscrete).
         action_dtype = np.float32 if acts.dtype.kind == "f" else np.int64
         columns = {C.OBS: obs[sel], C.ACTION_MASK: mask[sel], C.ACTIONS: acts[sel].astype(action_dtype, copy=False)}
         for key, value in out.items():
@@ -200,13 +272,23 @@ class BatchedRunner:
 
     def _end_episode(self, i: int, failed: bool) -> None:
         store = self._store
-        if failed:  # a crashed env costs its episode: rows and result are void
+        if failed:  # a crashed env costs its episode: rows and result are void, no quota counted
             store.drop_env(i, int(self._eps_id[i]))
-        else:
-            if store.last[i].max() >= 0:  # the contract says every agent ended; be safe anyway
-                open_agents = np.flatnonzero(store.last[i] >= 0)
-                store.end(np.full(len(open_agents), i), open_agents, np.zeros(len(open_agents), bool))
-            self._record_stats(i)
+            self._start_episode(i)
+            return
+        if store.last[i].max() >= 0:  # the contract says every agent ended; be safe anyway
+            open_agents = np.flatnonzero(store.last[i] >= 0)
+            store.end(np.full(len(open_agents), i), open_agents, np.zeros(len(open_agents), bool))
+        self._record_stats(i)
+        self.episodes_completed[i] += 1
+        if self.quota is not None:
+            left = int(self.quota[i] - self.episodes_completed[i])
+            if left <= 0:  # its share is played: the env stopped it, no matchup is drawn
+                self._matchup[i] = None
+                return
+            if left == 1:  # the episode the env just started is its last: stop after it
+                self._autoreset[i] = False
+                self.env.set_autoreset(self._autoreset)
         self._start_episode(i)
 
     def _record_stats(self, i: int) -> None:
@@ -253,12 +335,27 @@ class BatchedRunner:
         """Policy ids that an episode in progress plays."""
         return {pid for m in self._matchup if m is not None for pid in m.policies.values()}
 
-    def reset_all(self) -> None:
-        """Abandon every episode in progress (unrecorded) and start new ones."""
+    def reset_all(self, quota: np.ndarray | list[int] | None = None) -> None:
+        """Abandon every episode in progress (unrecorded) and start new ones in every copy.
+
+        ``quota``: episodes each copy plays before it stops (each >= 1; evaluation), None
+        to play on (training). Each copy's matchups are drawn in copy order, then as copies
+        finish episodes (a failed episode is void and replayed)."""
+        if quota is not None:
+            quota = np.asarray(quota, dtype=np.int64)
+            if quota.shape != (self._n,) or (quota < 1).any():
+                raise ValueError(f"quota takes one episode count >= 1 per env copy ({self._n}), got {quota.tolist()}")
         self._store = RowStore(self._n, len(self._agents))
         self._finals = {}
         self._chunks = {}
-        self._bs = self.env.reset(seed=int(self._rng.integers(2**31)))
+        self._matchup = [None] * self._n
+        self.quota = quota
+        self.episodes_completed[:] = 0
+        self._bs = self.env.reset(seed=int(self._rng.integers(2**31)))  # every copy's autoreset on
+        self._autoreset[:] = True
+        if quota is not None and (quota == 1).any():
+            self._autoreset[:] = quota > 1
+            self.env.set_autoreset(self._autoreset)
         for i in range(self._n):
             self._start_episode(i)
 

@@ -1,4 +1,4 @@
-"""Recorded rows of a batched runner, on arrays: the array form of :mod:`league.sampling.trajectory`.
+"""Recorded rows of a batched runner, on arrays (the array form of ``tests/runner_oracle.py``'s per-agent trajectories).
 
 Rows are stored in blocks (one per policy per step: the rows that policy recorded), and
 per-row bookkeeping (reward, end flags, episode, agent, agent-step index) lives in flat

@@ -1,14 +1,15 @@
 """The sampler: a Ray actor (or plain object) producing :class:`MultiAgentBatch` fragments.
 
-``Sampler`` holds the inference copies of policies, a
-:class:`~league.sampling.batched_runner.BatchedRunner` for training rollouts (one code
-path for every env: the C++ board games through
-:class:`~league.envs.boards.BoardBatchedEnv`, any other env as N copies behind
-:class:`~league.envs.batched.VectorizedEnv`) and an :class:`EnvRunner` for evaluation
-episodes (per-copy episode quotas). Narrow interface, as the dataflow
-operators expect: :meth:`sample`, :meth:`set_weights`, :meth:`pop_episode_stats`, plus
-policy membership and matchup control for the league. Use ``ray.remote(Sampler)`` to run
-it as an actor (see :func:`make_remote_samplers`).
+``Sampler`` holds the inference copies of policies and runs every game on
+:class:`~league.sampling.batched_runner.BatchedRunner`, one code path for every env (the C++
+board games through :class:`~league.envs.boards.BoardBatchedEnv`, any other env as N copies
+behind :class:`~league.envs.batched.VectorizedEnv`): one runner for training rollouts, one
+for evaluation episodes (per-copy episode quotas, nothing recorded, whole games). How the
+envs are built, with their options (backend, exploring starts), is the
+:class:`~league.envs.factory.EnvFactory`'s. Narrow interface, as the dataflow operators
+expect: :meth:`sample`, :meth:`set_weights`, :meth:`pop_episode_stats`, plus policy
+membership and matchup control for the league. Use ``ray.remote(Sampler)`` to run it as an
+actor (see :func:`make_remote_samplers`).
 """
 
 from __future__ import annotations
@@ -21,14 +22,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from league.batch import MultiAgentBatch, SampleBatch
-from league.envs import make_env
 from league.envs.base import AgentSpec
-from league.envs.batched import BatchedMultiAgentEnv, VectorizedEnv
+from league.envs.factory import EnvFactory
 from league.policy import Policy, PolicyFactory
-from league.envs.boards import BoardBatchedEnv, resolve_backend
-from league.envs.openings import RandomOpenings
 from league.sampling.batched_runner import BatchedRunner
-from league.sampling.env_runner import EnvRunner
 from league.sampling.matchups import BlockedMatchups, MatchupSource
 
 if TYPE_CHECKING:
@@ -37,28 +34,17 @@ if TYPE_CHECKING:
 __all__ = ["Sampler", "make_remote_samplers"]
 
 
-class _EnvFactory:
-    """Picklable ``() -> MultiAgentEnv`` for one env name and kwargs; with ``opening_plies``
-    each env it makes opens its episodes at random (:class:`RandomOpenings`, seeded by ``rng``)."""
-
-    def __init__(self, name: str, kwargs: Mapping[str, Any], opening_plies: int = 0, rng: np.random.Generator | None = None) -> None:
-        self.name, self.kwargs = name, dict(kwargs)
-        self.opening_plies, self._rng = opening_plies, rng
-
-    def __call__(self):
-        env = make_env(self.name, **self.kwargs)
-        if self.opening_plies and self._rng is not None:
-            env = RandomOpenings(env, self.opening_plies, seed=int(self._rng.integers(2**63)))
-        return env
-
-
 class Sampler:
     """Runs ``num_envs`` env copies in lock-step and returns fragments of ``fragment_length``
-    steps per env copy (so ``num_envs * fragment_length`` env steps per :meth:`sample`)."""
+    steps per env copy (so ``num_envs * fragment_length`` env steps per :meth:`sample`).
+
+    ``env``: an :class:`EnvFactory` (the env, its kwargs, backend and exploring starts), or
+    an env name, with ``env_kwargs``, on the PettingZoo backend.
+    """
 
     def __init__(
         self,
-        env: str,
+        env: str | EnvFactory,
         env_kwargs: Mapping[str, Any] | None = None,
         policies: Mapping[str, PolicyFactory] | None = None,
         matchups: MatchupSource | None = None,
@@ -69,8 +55,6 @@ class Sampler:
         frozen: tuple[str, ...] = (),
         max_consecutive_env_failures: int = 5,
         torch_threads: int = 1,
-        env_backend: str = "pettingzoo",
-        opening_plies: int = 0,
         matchup_draws: int = 0,
     ) -> None:
         import torch
@@ -80,24 +64,19 @@ class Sampler:
             raise ValueError(f"fragment_length must be >= 1, got {fragment_length}")
         if matchup_draws < 0:
             raise ValueError(f"matchup_draws must be >= 0 (0: every episode draws its own matchup), got {matchup_draws}")
+        if isinstance(env, EnvFactory):
+            if env_kwargs:
+                raise ValueError("env_kwargs go into the EnvFactory (EnvFactory(name, kwargs, ...)), not beside it")
+            self.env = env
+        else:
+            self.env = EnvFactory(env, env_kwargs)
         # Training episodes draw their matchups in blocks of num_envs (BlockedMatchups): a few
         # policies in play at once, so a few forward passes per step however large the pool.
         self._matchup_draws = matchup_draws
-        # env_backend="cpp" (or "auto" on a board game): training rollouts on the batched C++
-        # game, evaluation on single C++ copies; else N copies of the env behind VectorizedEnv.
-        # Training always runs through BatchedRunner, evaluation through EnvRunner.
-        env_backend = resolve_backend(env, env_backend, dict(env_kwargs or {}))
-        self._env_backend = env_backend
-        backend = {} if env_backend == "pettingzoo" else {"backend": env_backend}
-        self._env_fn = _EnvFactory(env, {**(env_kwargs or {}), **backend})
-        self._env_name = env
         self.fragment_length = fragment_length
         self.num_envs = num_envs
         self._seed = seed
         self._rng = np.random.default_rng([seed, worker_index])
-        # Training episodes only (exploring starts, league.envs.openings); evaluation plays whole games.
-        self.opening_plies = opening_plies
-        self._train_env_fn = _EnvFactory(env, self._env_fn.kwargs, opening_plies, self._rng) if opening_plies else self._env_fn
         self._worker_index = worker_index
         self._factories: dict[str, PolicyFactory] = {}
         self._policies: dict[str, Policy] = {}
@@ -110,41 +89,22 @@ class Sampler:
         # Episode ids are unique across samplers and across restarts of one sampler (a
         # restarted actor re-runs __init__): worker index, a random incarnation, a counter.
         self._id_base = (worker_index << 48) | (secrets.randbits(19) << 29)
-        self._runner = self._make_train_runner(self._training_matchups(matchups))
-        self._eval_runner: EnvRunner | None = None
+        # Training rollouts: episodes open with the factory's exploring starts.
+        train_env = self.env.batched(self.num_envs, self._rng, openings=True, max_consecutive_failures=self._max_failures)
+        self._runner = BatchedRunner(train_env, self._policies, self._factories, self._training_matchups(matchups),
+                                     self._rng, episode_id_base=self._id_base)
+        self._eval_runner: BatchedRunner | None = None
 
     def _training_matchups(self, matchups: MatchupSource) -> MatchupSource:
         """``matchups`` as training draws them: in blocks when ``matchup_draws`` is set."""
         return BlockedMatchups(matchups, self._matchup_draws, self.num_envs) if self._matchup_draws else matchups
 
-    def _make_train_runner(self, matchups: MatchupSource) -> BatchedRunner:
-        """Training rollouts (league.sampling.batched_runner): the C++ board game batched, or
-        ``num_envs`` copies of any env (opening with ``opening_plies`` random moves) behind
-        the generic wrapper."""
-        if self._env_backend == "cpp":
-            env: BatchedMultiAgentEnv = BoardBatchedEnv(
-                self._env_name, self.num_envs, seed=int(self._rng.integers(2**63)) if self.opening_plies else 0,
-                opening_plies=self.opening_plies,
-            )
-        else:
-            env = VectorizedEnv(self._train_env_fn, self.num_envs, self._env_name, max_consecutive_failures=self._max_failures)
-        return BatchedRunner(env, self._policies, self._factories, matchups, self._rng, episode_id_base=self._id_base)
-
-    def _make_eval_runner(self, matchups: MatchupSource, num_envs: int) -> EnvRunner:
-        """Evaluation episodes: per-copy quotas and active flags, nothing recorded, whole games."""
-        return EnvRunner(
-            self._env_fn,
-            num_envs,
-            self._policies,
-            self._factories,
-            matchups,
-            self._rng,
-            record=False,
-            env_name=self._env_name,
-            max_consecutive_env_failures=self._max_failures,
-            episode_id_base=self._id_base | (1 << 28),
-            start=False,
-        )
+    def _make_eval_runner(self, matchups: MatchupSource, num_envs: int) -> BatchedRunner:
+        """Evaluation episodes: whole games on their own env copies, nothing recorded, and no
+        episode begun before :meth:`BatchedRunner.reset_all` hands the copies their quotas."""
+        env = self.env.batched(num_envs, self._rng, openings=False, max_consecutive_failures=self._max_failures)
+        return BatchedRunner(env, self._policies, self._factories, matchups, self._rng, record=False,
+                             episode_id_base=self._id_base | (1 << 28), start=False)
 
     # Data -----------------------------------------------------------------------
     def sample(self) -> MultiAgentBatch:
@@ -165,31 +125,32 @@ class Sampler:
         self, num_episodes: int, matchups: MatchupSource, explore: bool = False, time_limit_s: float | None = None,
         max_env_steps: int | None = None,
     ) -> list[dict]:
-        """Play ``num_episodes`` evaluation episodes (separate env copies, nothing recorded).
+        """Play ``num_episodes`` evaluation episodes (separate env copies, whole games, nothing
+        recorded) on the batched runner, and return their stats (per-seat returns and outcomes).
 
-        Evaluation runs on the per-copy :class:`EnvRunner`, not the training path's batched
-        runner: each copy plays a quota of episodes and then stops (an inactive copy is not
-        stepped), which the auto-resetting batched contract has no way to say.
-
-        Every env copy plays a fixed quota of episodes so short episodes are not over-counted.
+        Every env copy plays a fixed quota of episodes and then stops (the env's autoreset
+        flag), so short episodes are not over-counted and a list of matchups (a
+        :class:`~league.sampling.matchups.MatchupBatch`) is played exactly once, in order. A
+        copy whose env raises is replaced and its episode voided (played again).
         ``time_limit_s``: stop after about this long and return the episodes finished by then
         (a run's time budget bounds its evaluation; episodes in progress are dropped).
         ``max_env_steps``: stop once the env copies took that many env steps together, the
         same way (``eval.env_steps``: evaluation measured in env steps on long-episode envs).
         """
-        n_envs = max(1, min(self.num_envs, num_episodes))
-        if self._eval_runner is None or len(self._eval_runner.active) != n_envs:
+        if num_episodes < 1:
+            return []
+        n_envs = min(self.num_envs, num_episodes)
+        if self._eval_runner is None or self._eval_runner.env.num_envs != n_envs:
+            if self._eval_runner is not None:
+                self._eval_runner.close()
             self._eval_runner = self._make_eval_runner(matchups, n_envs)
         runner = self._eval_runner
         runner.matchups = matchups
-        # Quotas first: an env copy that has played its share starts no further episode, so
-        # a list of matchups (a MatchupBatch) is played exactly once, in order.
-        runner.quota = [num_episodes // n_envs + (1 if i < num_episodes % n_envs else 0) for i in range(n_envs)]
-        runner.reset_all()
         runner.episode_stats = []
+        runner.reset_all(quota=[num_episodes // n_envs + (1 if i < num_episodes % n_envs else 0) for i in range(n_envs)])
         deadline = None if time_limit_s is None else time.perf_counter() + time_limit_s
         steps, max_steps = 0, max_env_steps or None
-        while any(runner.active) and (deadline is None or time.perf_counter() < deadline) and (max_steps is None or steps < max_steps):
+        while runner.active.any() and (deadline is None or time.perf_counter() < deadline) and (max_steps is None or steps < max_steps):
             steps += runner.step(explore=explore)
         stats, runner.episode_stats = runner.episode_stats, []
         self._forget_retired()
@@ -264,7 +225,7 @@ class Sampler:
 
     def agent_specs(self) -> dict[str, AgentSpec]:
         """The env's agent specs (for building policies on the driver)."""
-        env = self._env_fn()
+        env = self.env()
         try:
             return {a: env.spec(a) for a in env.possible_agents}
         finally:

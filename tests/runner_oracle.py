@@ -1,19 +1,19 @@
-"""Lock-step stepping of several env copies with one batched forward per policy per step.
+"""The per-copy runner, kept as the oracle the sampler's batched runner is tested against.
 
-:class:`EnvRunner` owns env copies, their current matchups and (when recording) the
-agents' trajectories. It knows no algorithm: policies are :class:`~league.policy.Policy`
-objects and trajectory postprocessing is delegated to each policy's factory.
-
-The sampler plays its **evaluation** episodes here (per-copy episode quotas, inactive
-copies not stepped); its training rollouts run on
-:class:`~league.sampling.batched_runner.BatchedRunner` for every env. Recording
-(``record=True``) remains for direct use: it is the per-copy reference the batched path
-is checked against (same columns, dtypes and shapes).
+:class:`EnvRunner` steps ``num_envs`` copies of a :class:`~league.envs.base.MultiAgentEnv`
+one by one, with one batched forward per policy per step, Python loops over copies and
+agents, and per-agent trajectories as plain lists (:class:`AgentTrajectory`: a row is opened
+when the agent acts and stays pending until it acts again or its episode ends; rewards
+reported in between are added to it; closed rows are cut into chunks at fragment ends, the
+pending row's policy outputs bootstrapping the chunk). It was the sampler's runner before
+:class:`~league.sampling.batched_runner.BatchedRunner` (issue 35: one runner); the tests
+check the batched path's columns (dtypes, shapes, values) and episodes, per-copy quotas
+included, against it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -22,47 +22,88 @@ from league.batch import SampleBatch
 from league.envs.base import MultiAgentEnv, TimeStep
 from league.envs.batched import EnvFailure
 from league.policy import Policy, PolicyFactory
+from league.sampling.batched_runner import bound_episode_stats, episode_record, final_step
 from league.sampling.matchups import Matchup, MatchupSource
-from league.sampling.trajectory import AgentTrajectory
 
-__all__ = ["EnvRunner", "EnvFailure", "episode_record", "bound_episode_stats", "final_step"]
-
-#: Finished-episode stats a runner keeps until they are popped; beyond it the oldest half is dropped.
-MAX_EPISODE_STATS = 100_000
-
-def episode_record(episode_id: int, length: int, returns: dict[str, float], policies: dict[str, str]) -> dict:
-    """One finished episode's stats: id, length, returns and policies per agent, and each
-    agent's outcome (``win`` for the best return, ``loss`` below it, ``draw`` when all tie)."""
-    best = max(returns.values())
-    winners = [a for a, r in returns.items() if r == best]
-    outcome = {a: ("draw" if len(winners) == len(returns) else "win" if a in winners else "loss") for a in returns}
-    return {"episode_id": episode_id, "length": length, "returns": returns, "policies": policies, "outcome": outcome}
+__all__ = ["AgentTrajectory", "EnvRunner"]
 
 
-def bound_episode_stats(stats: list[dict]) -> int:
-    """Drop the oldest half of ``stats`` once it holds ``MAX_EPISODE_STATS`` (nobody pops
-    them: keep memory bounded); returns how many were dropped."""
-    if len(stats) < MAX_EPISODE_STATS:
-        return 0
-    del stats[: len(stats) // 2]
-    return MAX_EPISODE_STATS - len(stats)
+def _actions_column(actions: list) -> np.ndarray:
+    """``int64[n]`` for discrete actions; ``float32[n, D]`` for Box actions (float vectors),
+    ``int64[n, K]`` for MultiDiscrete ones (integer vectors)."""
+    if actions and isinstance(actions[0], np.ndarray):
+        stacked = np.stack(actions)
+        return stacked.astype(np.float32 if stacked.dtype.kind == "f" else np.int64, copy=False)
+    return np.asarray(actions, dtype=np.int64)
 
 
-def final_step(policy: Policy, final_obs: np.ndarray, final_mask: np.ndarray | None, num_actions: int) -> dict:
-    """The next step a truncated agent's last chunk bootstraps from: ``policy``'s outputs at
-    its final observation (one row), with that observation and its mask.
+class AgentTrajectory:
+    """Rows of one agent in one episode, in time order."""
 
-    The mask is the state's real legal actions: a bootstrap that maximises over actions
-    (DQN's n-step target) must not pick an illegal one. All ones only when the env gave no
-    mask, or one allowing nothing (e.g. not this agent's turn).
-    """
-    mask = np.ones((1, num_actions), dtype=np.int8)
-    if final_mask is not None and np.any(final_mask):
-        mask = np.array(final_mask, dtype=np.int8).reshape(1, num_actions)  # a copy: env masks may be shared, read-only
-    step = dict(policy.compute_actions(final_obs[None], mask, explore=False))
-    step[C.OBS] = final_obs[None]
-    step[C.ACTION_MASK] = mask
-    return step
+    __slots__ = ("eps_id", "agent_index", "obs", "masks", "actions", "rewards", "extras", "t0", "terminated", "truncated")
+
+    def __init__(self, eps_id: int, agent_index: int) -> None:
+        self.eps_id = eps_id
+        self.agent_index = agent_index
+        self.obs: list[np.ndarray] = []
+        self.masks: list[np.ndarray] = []
+        self.actions: list[int] = []
+        self.rewards: list[float] = []
+        self.extras: dict[str, list] = {}
+        self.t0 = 0  # agent-step index of the first row held
+        self.terminated = False
+        self.truncated = False
+
+    def open_row(self, obs: np.ndarray, mask: np.ndarray, action: int, outputs: Mapping[str, np.ndarray], row: int) -> None:
+        """The agent acted: record its observation, mask, action and policy outputs (row ``row``)."""
+        self.obs.append(obs)
+        self.masks.append(mask)
+        self.actions.append(action)
+        self.rewards.append(0.0)
+        for k, v in outputs.items():
+            if k != C.ACTIONS:
+                self.extras.setdefault(k, []).append(v[row])
+
+    def add_reward(self, r: float) -> None:
+        """Credit ``r`` to the latest action (dropped if the agent has not acted yet)."""
+        if self.rewards:
+            self.rewards[-1] += r
+
+    def __len__(self) -> int:
+        return len(self.actions)
+
+    def pending_outputs(self) -> dict[str, np.ndarray]:
+        """Policy outputs of the pending (last) row plus its obs and mask, one row each, for bootstrapping."""
+        out = {k: np.asarray(v[-1:]) for k, v in self.extras.items()}
+        out[C.OBS] = self.obs[-1][None]
+        out[C.ACTION_MASK] = self.masks[-1][None]
+        return out
+
+    def take_chunk(self, upto: int) -> SampleBatch:
+        """Rows ``[0, upto)`` as a batch; they are removed, later rows are kept."""
+        n = upto
+        t = np.arange(self.t0, self.t0 + n, dtype=np.int32)
+        dones = np.zeros(n, dtype=bool)
+        cols = {
+            C.OBS: np.stack(self.obs[:n]),
+            C.ACTIONS: _actions_column(self.actions[:n]),
+            C.ACTION_MASK: np.stack(self.masks[:n]),
+            C.REWARDS: np.asarray(self.rewards[:n], dtype=np.float32),
+            C.TERMINATEDS: dones,
+            C.TRUNCATEDS: dones.copy(),
+            C.EPS_ID: np.full(n, self.eps_id, dtype=np.int64),
+            C.AGENT_INDEX: np.full(n, self.agent_index, dtype=np.int32),
+            C.T: t,
+        }
+        for k, v in self.extras.items():
+            cols[k] = np.asarray(v[:n])
+            del v[:n]
+        if n == len(self.actions):  # the chunk reaches the episode's end for this agent
+            cols[C.TERMINATEDS][-1] = self.terminated
+            cols[C.TRUNCATEDS][-1] = self.truncated
+        del self.obs[:n], self.masks[:n], self.actions[:n], self.rewards[:n]
+        self.t0 += n
+        return SampleBatch._trusted(cols, n)
 
 
 class EnvRunner:
