@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -226,9 +227,19 @@ def test_restarted_sampler_gets_the_league_back(tmp_path):
     assert not set(snapshots) & set(fresh.policy_ids())
     trainer.restore_league_on(fresh)
     assert set(snapshots) <= set(fresh.policy_ids())
-    assert fresh._runner.matchups.opponent_ids == list(trainer.pool.opponent_probabilities())
-    for _ in range(3):  # episodes drawing snapshots now find them
+    # Its training episodes now draw opponents as the league does (snapshots, the fixed random
+    # member and self-play at the pool's shares), not its constructor's self-play only.
+    probs = trainer.pool.opponent_probabilities()
+    assert len([p for p in probs if p.startswith(f"{MAIN}@")]) >= 2
+    drawn: Counter[str] = Counter()
+    for _ in range(400):  # about 1700 episodes
         fresh.sample()
+        for ep in fresh.pop_episode_stats():
+            drawn[next((p for p in ep["policies"].values() if p != MAIN), MAIN)] += 1
+    assert set(drawn) == set(probs), (drawn, probs)
+    total = sum(drawn.values())
+    for pid, p in probs.items():
+        assert abs(drawn[pid] / total - p) < 0.04, (pid, drawn, probs)
 
 
 def test_resumed_run_repeats_the_uninterrupted_one_with_exact_resume(tmp_path):
