@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 
@@ -11,8 +12,26 @@ from league.config import RunConfig, parse_run_config
 
 
 def test_defaults_parse():
+    # The default job (configs/config.yaml): connect-four self-play PPO against its snapshots and
+    # the random player, 540 s on two Ray samplers, evaluated every 5 iterations.
     cfg = parse_run_config({})
-    assert isinstance(cfg, RunConfig) and cfg.env.name == "connect_four" and cfg.algo.name == "ppo"
+    assert isinstance(cfg, RunConfig)
+    assert (cfg.env.name, cfg.env.kwargs, cfg.algo.name, cfg.policies) == ("connect_four", {}, "ppo", {})
+    assert (cfg.league.recipe, cfg.league.self_play_prob, cfg.league.fixed_opponents) == ("selfplay", 0.2, {"random": 0.2})
+    assert (cfg.sampler.num_samplers, cfg.sampler.num_envs, cfg.sampler.fragment_length, cfg.sampler.remote) == (2, 32, 64, True)
+    assert (cfg.stop.time_s, cfg.stop.env_steps, cfg.stop.iterations, cfg.stop.win_rate) == (540.0, 0, 0, 0.0)
+    assert (cfg.eval.interval, cfg.eval.episodes, cfg.eval.opponent) == (5, 100, "random")
+    assert (cfg.seed, cfg.resume, cfg.checkpoint_dir) == (0, None, "checkpoints")
+
+
+def test_given_keys_replace_only_themselves():
+    default = parse_run_config({})
+    cfg = parse_run_config({"sampler": {"num_envs": 8}, "stop": {"iterations": 3}, "league": {"self_play_prob": 0.5}, "seed": 7})
+    assert (cfg.sampler.num_envs, cfg.stop.iterations, cfg.league.self_play_prob, cfg.seed) == (8, 3, 0.5, 7)
+    # Their sections' other keys, and every other section, keep the defaults.
+    cfg.sampler.num_envs, cfg.stop.iterations, cfg.league.self_play_prob, cfg.seed = 32, 0, 0.2, 0
+    assert cfg == default
+    assert parse_run_config(dataclasses.asdict(default)) == default  # a parsed config parses to itself
 
 
 @pytest.mark.parametrize(
