@@ -234,7 +234,9 @@ def _samplers(
     return samplers
 
 
-def _plan(cfg: RunConfig, samplers: list[SamplerHandle], learner: LearnerHandle, algorithms: dict[str, Algorithm], counters: dict[str, int]) -> PlanFace:
+def _plan(
+    cfg: RunConfig, samplers: list[SamplerHandle], learner: LearnerHandle, algorithms: dict[str, Algorithm], counters: dict[str, int]
+) -> PlanFace:
     plan = build.build_plan(cfg, samplers, learner, algorithms)
     plan.metrics.counters.update(counters)
     return plan
