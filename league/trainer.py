@@ -115,8 +115,8 @@ class Trainer:
         """Run until the config's stop criteria, or, given any budget, for that many more env
         steps, iterations or seconds; returns the summary (also written to disk with a
         ``final`` checkpoint). May be called again to train on."""
+        self.setup()  # first: a resumed run's clock counts from its checkpoint
         stop = Budget.stop_for(self.cfg.stop, self.clock, env_steps=env_steps, iterations=iterations, time_s=time_s)
-        self.setup()
         run = self.run
         if self.logger is None:
             self.run_dir.mkdir(parents=True, exist_ok=True)

@@ -260,3 +260,14 @@ def test_resumed_run_repeats_the_uninterrupted_one_with_exact_resume(tmp_path):
     # also reports the episodes flushed into it, which the resumed run counts in its checkpoint.
     for key in ("episodes", "main/episode_return_mean"):
         assert rows["whole"][3][key] == rows["resumed"][1][key], key
+
+
+def test_a_train_budget_counts_from_the_resumed_iteration(first_part, tmp_path):
+    # train(iterations=N) on a fresh Trainer that resumes: N more than the checkpoint's 2, not N in all.
+    _, first_dir = first_part
+    trainer = Trainer(_config(resume=str(first_dir)), tmp_path / "more")
+    try:
+        trainer.train(iterations=1)
+        assert trainer.iteration == 3
+    finally:
+        trainer.close()
