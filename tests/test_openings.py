@@ -107,14 +107,15 @@ def test_env_tictactoe_brings_its_training_settings_and_any_algo_replaces_them()
 
 def test_the_default_job_brings_connect_fours_training_settings() -> None:
     from league.algos import make_algorithm
-    from league.algos.models import ConvModel, ThreatPlanesModel
+    from league.algos.models import ConvModel, InputFeaturesModel
     from league.algos.symmetry import SymmetrizedModel
     from league.envs.base import AgentSpec
 
     cfg = parse_run_config(composed_values())
+    assert cfg.preset == "connect_four"
     assert cfg.env.name == "connect_four" and cfg.env.opening_plies == 4 and cfg.league.snapshot_steps == 300_000
     assert cfg.sampler.matchup_draws == 2  # opponents drawn two per block of episodes (bench_pool.py)
-    # half the games against itself, 5% against the random member (league/selfplay_connect_four.yaml);
+    # half the games against itself, 5% against the random member (the connect_four preset);
     # `league=` on the command line replaces that league, other envs keep the plain one
     assert (cfg.league.recipe, cfg.league.self_play_prob, dict(cfg.league.fixed_opponents)) == ("selfplay", 0.5, {"random": 0.05})
     psro = parse_run_config(composed_values("league=psro")).league
@@ -123,44 +124,33 @@ def test_the_default_job_brings_connect_fours_training_settings() -> None:
     assert (ttt.self_play_prob, dict(ttt.fixed_opponents)) == (0.2, {"random": 0.2})
     assert (cfg.algo.name, cfg.algo.params["lr"], cfg.algo.params["entropy_coef"]) == ("ppo", 0.001, 0.05)
     # model auto: the line-seeing conv on connect four's boards, averaged with its left-right
-    # mirror (model_kwargs.symmetry flip_lr; docs/STRENGTH.md)
-    # and the board's threat planes as inputs, read once per row (model_kwargs.threat_planes),
-    # with a four-ply exact search distilled (algo.params.search_depth)
+    # mirror, reading the board's threat planes once per row, and a four-ply exact search distilled
     model = make_algorithm("ppo", AgentSpec((6, 7, 2), 7, True), cfg.algo.params).make_model()
-    assert isinstance(model, ThreatPlanesModel) and isinstance(model.base, SymmetrizedModel)
+    assert isinstance(model, InputFeaturesModel) and isinstance(model.base, SymmetrizedModel)
     assert isinstance(model.base.base, ConvModel)
-    assert (cfg.algo.params["search_game"], cfg.algo.params["search_depth"]) == ("connect_four", 4)
+    assert (cfg.algo.params["aux_loss"], cfg.algo.params["aux_loss_kwargs"]) == ("connect_four_search", {"depth": 4})
 
 
 def test_env_name_over_the_default_board_game_file_runs_other_envs() -> None:
-    # README: `league-train env.name=gymnasium:Acrobot-v1`; the board game file's backend is auto
+    # README: `league-train env.name=gymnasium:Acrobot-v1`: the env's own defaults, nothing of
+    # connect four's preset, and nothing said about it
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")  # the board game's exploring starts and mirror symmetry: ignored, said
+        warnings.simplefilter("always")
         cfg = parse_run_config(composed_values("env.name=gymnasium:CartPole-v1"))
-    assert cfg.env.name == "gymnasium:CartPole-v1" and cfg.env.opening_plies == 0
-    said = [str(w.message) for w in caught]
-    assert any("symmetry=flip_lr ignored for env 'gymnasium:CartPole-v1'" in m and "[H, W, C]" in m for m in said), said
-    assert "symmetry" not in cfg.algo.params["model_kwargs"]
-    assert any("search_game=connect_four ignored for env 'gymnasium:CartPole-v1'" in m and "search_game=null" in m for m in said), said
-    assert any("threat_planes=connect_four ignored for env 'gymnasium:CartPole-v1'" in m for m in said), said
-    assert "threat_planes" not in cfg.algo.params["model_kwargs"]
-    assert cfg.algo.params["search_game"] is None
+    assert cfg.env.name == "gymnasium:CartPole-v1" and cfg.env.opening_plies == 0 and cfg.preset == "none"
+    assert not [str(w.message) for w in caught if "connect" in str(w.message) or "ignored" in str(w.message)]
+    assert cfg.algo.params["model_kwargs"] == {} and cfg.algo.params["aux_loss"] is None
     from league.algos import make_algorithm
     from league.algos.models import MLPModel
     from league.envs import make_env
 
-    spec = make_env("gymnasium:CartPole-v1").spec("agent_0")  # connect four's model auto is an MLP here
+    spec = make_env("gymnasium:CartPole-v1").spec("agent_0")  # model auto is an MLP here
     assert isinstance(make_algorithm(cfg.algo.name, spec, cfg.algo.params).make_model(), MLPModel)
     experiment = parse_run_config(composed_values("env=tictactoe", "+experiment=cartpole_ppo"))
     assert experiment.env.name == "cartpole" and experiment.env.opening_plies == 0
 
 
-def test_a_symmetry_method_goes_with_the_symmetry_it_shapes() -> None:
-    # the board file's flip_lr is dropped for a flat env; its symmetry_method must go with it, or
-    # the MLP would be handed a keyword it does not take
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        cfg = parse_run_config(composed_values("env.name=gymnasium:CartPole-v1", "+algo.params.model_kwargs.symmetry_method=canonical"))
-    assert not {"symmetry", "symmetry_method"} & set(cfg.algo.params["model_kwargs"])
-    kept = parse_run_config(composed_values("+algo.params.model_kwargs.symmetry_method=canonical"))
-    assert kept.algo.params["model_kwargs"]["symmetry_method"] == "canonical"
+def test_a_symmetry_set_for_every_env_of_a_sweep_is_dropped_where_it_does_not_fit() -> None:
+    with pytest.warns(UserWarning, match=r"symmetry=flip_lr ignored for env 'gymnasium:CartPole-v1'.*\[H, W, C\]"):
+        cfg = parse_run_config(composed_values("env.name=gymnasium:CartPole-v1", "+algo.params.model_kwargs.symmetry=flip_lr"))
+    assert "symmetry" not in cfg.algo.params["model_kwargs"]

@@ -104,7 +104,7 @@ class ActorCriticAlgorithm(Algorithm):
 class GAEActorCritic(ActorCriticAlgorithm):
     """Actor-critic whose samplers add GAE advantages (PPO, A2C; the config has ``gamma`` and ``lam``).
 
-    Per chunk (:meth:`postprocess_trajectory`, EnvRunner) or all of a policy's chunks of a
+    Per chunk (:meth:`postprocess_trajectory`) or all of a policy's chunks of a
     fragment at once (:meth:`postprocess_segments`, the batched sampler on ``env.backend=cpp``):
     the same columns, bit for bit. ``normalize_values`` needs nothing here: the policy's
     ``vf_preds`` are already denormalised returns, and targets are standardised on the learner.
