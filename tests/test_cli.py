@@ -167,7 +167,18 @@ def test_league_eval_scores_connect_four_tactics(tmp_path_factory, tmp_path, cap
     assert "Connect-four tactics" in capsys.readouterr().out
     tactics = result["tactics"]["main"]
     assert tactics["win_positions"] == tactics["block_positions"] == 500
-    assert 0.0 <= tactics["immediate_win_rate"] <= 1.0 and 0.0 <= tactics["block_rate"] <= 1.0
+    # The figures are the checkpoint's own main policy scored on the seed's positions (greedy):
+    # the yardstick run on those weights by hand gives them exactly.
+    from league.checkpoint import read_checkpoint
+    from league.games.connect_four.tactics import connect_four_tactics
+
+    ckpt = read_checkpoint(checkpoint)
+    env = make_env("connect_four")
+    spec = env.spec(env.possible_agents[0])
+    env.close()
+    policy = make_algorithm("ppo", spec, ckpt.config["algo"]["params"]).make_policy(seed=0, learns=False)
+    policy.set_weights(dict(ckpt.policies["main"]))
+    assert tactics == connect_four_tactics(policy, 500, seed=result["args"]["seed"]).as_dict()
 
 
 def test_league_eval_refuses_openings_on_simultaneous_moves(tmp_path_factory, capsys):
