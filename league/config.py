@@ -49,7 +49,7 @@ __all__ = [
 ]
 
 
-def _is_section(f: dataclasses.Field) -> bool:
+def _is_section(f: dataclasses.Field[Any]) -> bool:
     return f.default_factory is not dataclasses.MISSING and dataclasses.is_dataclass(f.default_factory)
 
 
@@ -86,6 +86,8 @@ def _build(cls: type, values: Any, path: str) -> Any:
 def parse_run_config(values: dict[str, Any]) -> RunConfig:
     """Validate a resolved config dict: keys, value ranges, env name and algorithm name/params."""
     cfg: RunConfig = _build(RunConfig, values, "")
+    if cfg.league.fixed_opponents is None:  # the recipe's default
+        cfg.league.fixed_opponents = dict(DEFAULT_FIXED_OPPONENTS) if cfg.league.recipe == "selfplay" else {}
     if cfg.algo.name not in ALGORITHMS:
         raise ValueError(f"unknown algorithm '{cfg.algo.name}' (algo.name); known: {sorted(ALGORITHMS)}")
     from league.envs import make_env
@@ -261,6 +263,10 @@ def _check_league(cfg: RunConfig) -> None:
         raise ValueError(f"league.meta_game_episodes must be >= 0, got {league.meta_game_episodes}")
 
 
+#: The selfplay recipe's fixed members when the config names none (``league.fixed_opponents: null``).
+DEFAULT_FIXED_OPPONENTS: dict[str, float] = {"random": 0.2}
+
+
 #: What a Python-built run differs in from ``league-train``'s defaults: samplers in the
 #: process (no Ray needed), no console output or TensorBoard, no stop budget (``train``
 #: takes one).
@@ -268,7 +274,6 @@ PYTHON_DEFAULTS: dict[str, dict[str, Any]] = {
     "sampler": {"remote": False, "num_samplers": 1},
     "logging": {"tensorboard": False, "progress": False},
     "stop": {"env_steps": 0, "time_s": 0},
-    "league": {"fixed_opponents": {}},
 }
 
 
@@ -326,7 +331,7 @@ def run_config(
             known = sorted(c.__name__ for c in by_config)
             raise TypeError(f"policies['{pid}'] is a {type(algo_cfg).__name__}; expected an algorithm config ({known}) or a PolicyConfig")
     if opponents is not None:
-        values["league"]["fixed_opponents"] = dict(opponents)
+        values.setdefault("league", {})["fixed_opponents"] = dict(opponents)
     for key, value in sections.items():
         values[key] = {**values.get(key, {}), **value} if isinstance(value, Mapping) and isinstance(values.get(key), dict) else value
     return parse_run_config(apply_preset(values, touched))

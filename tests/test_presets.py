@@ -32,11 +32,13 @@ def _diff(yaml: dict, default: dict, path: str = "") -> list[str]:
 
 
 def test_the_yaml_defaults_are_the_dataclass_defaults():
-    # preset=none: what configs/ composes is exactly the dataclasses' defaults.
+    # preset=none: what configs/ composes is exactly the dataclasses' defaults, key by key
+    # (a default the recipe resolves, league.fixed_opponents, compared once resolved).
     values = composed_values("preset=none")
     default = dataclasses.asdict(RunConfig())
     default["preset"] = "none"
-    assert _diff(values, default) == []
+    assert _diff({**values, "league": {**values["league"], "fixed_opponents": None}}, default) == []
+    assert parse_run_config(values).league == parse_run_config(default).league
 
 
 @pytest.mark.parametrize("algo", sorted(ALGORITHMS))
@@ -52,18 +54,13 @@ def test_league_train_and_the_python_api_build_the_same_run(name):
     # The Python API differs from league-train only in PYTHON_DEFAULTS (where and how quietly it runs).
     env_file = name
     overrides = [f"env={env_file}"] + [
-        f"{section}.{key}={value}" for section, keys in PYTHON_DEFAULTS.items() if section != "league"
-        for key, value in keys.items()
+        f"{section}.{key}={value}" for section, keys in PYTHON_DEFAULTS.items() for key, value in keys.items()
     ]
     cli = parse_run_config(composed_values(*overrides))
     api = run_config(name)
     assert cli.preset == api.preset == name
-    for section in ("env", "sampler", "learner", "iteration", "eval", "stop", "checkpoint"):
+    for section in ("env", "league", "sampler", "learner", "iteration", "eval", "stop", "checkpoint"):
         assert getattr(cli, section) == getattr(api, section), section
-    # Python's league has no fixed member unless the preset (or the caller) names one.
-    preset_fixed = PRESETS.get(name, "preset").values.get("league", {}).get("fixed_opponents")
-    assert api.league.fixed_opponents == (PYTHON_DEFAULTS["league"]["fixed_opponents"] if preset_fixed is None else preset_fixed)
-    assert dataclasses.replace(cli.league, fixed_opponents={}) == dataclasses.replace(api.league, fixed_opponents={})
     # The YAML lists every hyperparameter, Python only the preset's: the algorithm's configs agree.
     config_class = ALGORITHMS[cli.algo.name].config_class
     assert cli.algo.name == api.algo.name
@@ -112,6 +109,16 @@ def test_another_game_gets_the_generic_defaults_and_no_word_of_connect_four():
 def test_a_preset_named_for_another_game_is_refused_by_the_model():
     with pytest.raises(ValueError, match="connect_four"):
         parse_run_config(composed_values("env=tictactoe", "preset=connect_four"))
+
+
+def test_each_recipe_has_its_own_fixed_members_unless_named():
+    # league.fixed_opponents null: selfplay's random member, none for a coordinated recipe,
+    # from league-train and Python alike
+    assert parse_run_config(composed_values("preset=none")).league.fixed_opponents == {"random": 0.2}
+    assert parse_run_config(composed_values("preset=none", "league=psro")).league.fixed_opponents == {}
+    assert run_config("tictactoe", preset="none").league.fixed_opponents == {"random": 0.2}
+    assert run_config("tictactoe", league={"recipe": "psro"}).league.fixed_opponents == {}
+    assert run_config("tictactoe", opponents={}).league.fixed_opponents == {}
 
 
 def test_an_unknown_preset_lists_the_known_ones():

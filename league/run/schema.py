@@ -108,7 +108,9 @@ class LeagueConfig:
     self_play_prob: float = 0.2  # probability of playing the current policy itself
     opponent_sampling: str = "uniform"  # uniform | pfsp (over snapshots)
     # Fixed league members and their constant share of training games, e.g. {random: 0.1}.
-    fixed_opponents: dict[str, float] = field(default_factory=lambda: {"random": 0.2})
+    # None (the default): the recipe's own, {random: 0.2} for selfplay and none for the
+    # coordinated recipes (they take league.scripted members instead); resolved by parse_run_config.
+    fixed_opponents: dict[str, float] | None = None
     # Coordinated recipes (fsp, pfsp, psro, alphastar).
     num_main_agents: int = 1
     num_main_exploiters: int = 0  # alphastar only
