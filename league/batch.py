@@ -9,12 +9,12 @@ one sizing pass, one allocation per column, copies with the GIL released.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, KeysView, Mapping
 from typing import Any, overload
 
 import numpy as np
 
-from league import _core
+import league._core as _core
 
 __all__ = ["SampleBatch", "MultiAgentBatch", "Columns"]
 
@@ -89,7 +89,7 @@ class SampleBatch(Mapping[str, np.ndarray]):
     @overload
     def __getitem__(self, key: slice | np.ndarray) -> SampleBatch: ...
 
-    def __getitem__(self, key):  # type: ignore[override]
+    def __getitem__(self, key: str | slice | np.ndarray) -> np.ndarray | SampleBatch:
         if isinstance(key, str):
             return self._data[key]
         if isinstance(key, slice):
@@ -113,7 +113,7 @@ class SampleBatch(Mapping[str, np.ndarray]):
     def __contains__(self, key: object) -> bool:
         return key in self._data
 
-    def keys(self):  # type: ignore[override]
+    def keys(self) -> KeysView[str]:
         """Column names."""
         return self._data.keys()
 
@@ -191,6 +191,7 @@ class SampleBatch(Mapping[str, np.ndarray]):
             np.array_equal(v, other._data[k]) for k, v in self._data.items()
         )
 
+    # Unhashable, as a mutable mapping with __eq__ should be; typeshed types __hash__ as a method.
     __hash__ = None  # type: ignore[assignment]
 
 

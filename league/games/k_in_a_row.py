@@ -25,13 +25,14 @@ them from (the input-features seam).
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
-from league import _core
+import league._core as _core
 from league.algos.seams import ApprovedMovesLoss
 
 __all__ = [
@@ -106,11 +107,8 @@ def threat_cells(own: torch.Tensor, empty: torch.Tensor, k: int) -> torch.Tensor
     hits = own.new_zeros(h, w, b)
     for dr, dc in _DIRECTIONS:
         for j in range(k):
-            line = None
-            for i in range(k):
-                if i != j:
-                    cells = shifted((i - j) * dr, (i - j) * dc)
-                    line = cells if line is None else line & cells
+            # The other k - 1 cells of the line through this one (k >= 2: never none).
+            line = functools.reduce(operator.and_, [shifted((i - j) * dr, (i - j) * dc) for i in range(k) if i != j])
             hits |= line
     return hits.permute(2, 0, 1) & empty
 

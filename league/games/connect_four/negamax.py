@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from league import _core
+import league._core as _core
 from league.envs.base import AgentSpec
 from league.games.connect_four.rules import RULES, bitboards, column_bits
 from league.policy import PolicyFactory

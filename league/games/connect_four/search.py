@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from league import _core
+import league._core as _core
 from league.algos.seams import ApprovedMovesLoss
 from league.games.connect_four.rules import RULES, bitboards, column_bits, empty_cells
 from league.games.k_in_a_row import check_board, search_approved

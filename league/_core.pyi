@@ -1,0 +1,102 @@
+"""Type stubs of ``league._core``, the pybind11 extension built from ``csrc/`` (issue 35).
+
+Kept by hand next to the bindings (``csrc/bindings.cpp``, ``csrc/replay_bindings.cpp``,
+``csrc/board_bindings.cpp``): a binding added, renamed or retyped there is changed here too.
+Array arguments are checked by the C++ side (dtype, shape, contiguity, writability) and
+typed here as ``np.ndarray``.
+"""
+
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, SupportsFloat, SupportsIndex, SupportsInt
+
+import numpy as np
+
+_Int = SupportsInt | SupportsIndex
+_Float = SupportsFloat | SupportsIndex
+
+def concat_columns(batches: Sequence[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """Concatenate a sequence of dict[str, ndarray] column-wise (GIL released for the copy)."""
+
+class ReplayCore:
+    """One replay buffer (uniform, or prioritized when alpha is given); see league.replay."""
+
+    def __init__(self, capacity: _Int, seed: _Int, alpha: _Float | None = None) -> None: ...
+    def add(self, columns: Mapping[str, np.ndarray], priorities: np.ndarray | None = None) -> None: ...
+    def sample(self, batch_size: _Int, beta: _Float | None = None) -> dict[str, np.ndarray]: ...
+    def update_priorities(self, batch_indexes: np.ndarray, priorities: np.ndarray) -> None: ...
+    def __len__(self) -> int: ...
+    @property
+    def capacity(self) -> int: ...
+    @property
+    def alpha(self) -> float | None: ...
+    @property
+    def max_priority(self) -> float: ...
+    def schema(self) -> list[tuple[str, np.dtype[Any], tuple[int, ...]]]:
+        """[(name, dtype, trailing shape)] in storage order; [] before the first add."""
+    def leaf_values(self) -> np.ndarray:
+        """p ** alpha of slots [0, len) (prioritized only)."""
+    def tree_roots(self) -> tuple[float, float]:
+        """(sum of all p ** alpha, min p ** alpha)."""
+    def state(self) -> dict[str, Any]:
+        """Everything a save needs, copied under the buffer's lock."""
+    def restore(
+        self,
+        columns: list[tuple[str, np.ndarray]],
+        size: _Int,
+        next: _Int,
+        rng: Sequence[_Int],
+        leaf_values: np.ndarray | None,
+        max_priority: _Float,
+    ) -> None: ...
+
+class _GameBatch:
+    """What every C++ game batch offers (no such class at run time: typing only)."""
+
+    shape: ClassVar[tuple[int, ...]]
+    num_actions: ClassVar[int]
+    max_opening_plies: ClassVar[int]
+    opening_plies: int
+    def __init__(self, num_envs: _Int, seed: _Int = 0) -> None: ...
+    def seed(self, seed: _Int) -> None: ...
+    def random_actions(self, out: np.ndarray) -> None: ...
+    @property
+    def num_envs(self) -> int: ...
+    def observe(self, obs: np.ndarray, mask: np.ndarray, agent: np.ndarray) -> None: ...
+    def set_autoreset(self, flags: np.ndarray) -> None: ...
+    def active(self, out: np.ndarray) -> None: ...
+    def reset_all(self) -> None: ...
+    def reset_one(self, index: _Int) -> None: ...
+    def step(
+        self, actions: np.ndarray, obs: np.ndarray, mask: np.ndarray, agent: np.ndarray, rewards: np.ndarray, done: np.ndarray
+    ) -> None: ...
+
+class TicTacToeBatch(_GameBatch):
+    """N tic-tac-toe games (PettingZoo tictactoe_v3 rules)."""
+
+    def cells(self, index: _Int) -> bytes: ...
+
+class ConnectFourBatch(_GameBatch):
+    """N connect-four games (PettingZoo connect_four_v3 rules)."""
+
+    def cells(self, index: _Int) -> bytes: ...
+
+class LeducPokerBatch(_GameBatch):
+    """N Leduc poker games (OpenSpiel leduc_poker rules and information-state tensors)."""
+
+    def cards(self, index: _Int) -> tuple[int, int, int]: ...
+
+CONNECT_FOUR_WIN_SCORE: int
+
+def connect_four_negamax_scores(
+    mine: np.ndarray, theirs: np.ndarray, legal: np.ndarray, depth: _Int, out: np.ndarray, threads: _Int = 1
+) -> None: ...
+def connect_four_exact_scores(
+    mine: np.ndarray,
+    theirs: np.ndarray,
+    legal: np.ndarray,
+    depth: _Int,
+    out: np.ndarray,
+    threads: _Int = 1,
+    forcing: bool = True,
+) -> None: ...
+def board_threat_planes(obs: np.ndarray, k: _Int, gravity: bool, out: np.ndarray) -> None: ...
