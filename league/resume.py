@@ -132,7 +132,10 @@ def sampler_seed(seed: int, iteration: int) -> int:
 
 def driver_rng_state() -> dict[str, Any]:
     """This process's global torch and numpy RNG states, JSON-able (raw bytes as base64)."""
-    name, keys, pos, has_gauss, cached = np.random.get_state()
+    state = np.random.get_state(legacy=True)
+    if isinstance(state, dict):  # only a global generator that is not MT19937 (numpy's is) gives a dict
+        raise TypeError(f"numpy's global generator is {state.get('bit_generator')}, not MT19937")
+    name, keys, pos, has_gauss, cached = state
     return {
         "torch": base64.b64encode(torch.get_rng_state().numpy().tobytes()).decode(),
         "numpy": [name, base64.b64encode(keys.astype("<u4").tobytes()).decode(), int(pos), int(has_gauss), float(cached)],

@@ -22,6 +22,7 @@ from typing import Any
 
 from league.config import RunConfig, run_config
 from league.learn.algorithm import Algorithm
+from league.learn import Learner, LearnerGroup
 from league.learn.recovery import LearnerDied, find_learner_died
 from league.leagues import TrainingLeague
 from league.leagues.builder import SELFPLAY_MAIN
@@ -35,7 +36,7 @@ from league.run.checkpointer import Checkpointer
 from league.run.evaluation import win_rate
 from league.run.records import RunClock
 from league.run.state import Run, RunPart, build_run
-from league.runtime.faces import LearnerHandle, PlanFace, SamplerHandle
+from league.runtime.faces import PlanFace, SamplerHandle
 
 __all__ = ["Trainer", "MAIN", "EVAL_OPPONENT"]
 
@@ -93,7 +94,7 @@ class Trainer:
     # What the run has built and its clock, read from them (league.run.state.RunPart) ---
     plan: RunPart[PlanFace] = RunPart("The run's dataflow plan (``print`` it to see the operator graph); built on first use.")
     samplers: RunPart[list[SamplerHandle]] = RunPart("The run's samplers (Ray actors or in-process objects).")
-    learner: RunPart[LearnerHandle] = RunPart("The run's learner (a :class:`~league.learn.Learner` or a learner group).")
+    learner: RunPart[Learner | LearnerGroup] = RunPart("The run's learner (a :class:`~league.learn.Learner` or a learner group).")
     league: RunPart[TrainingLeague] = RunPart("The league the run trains (:mod:`league.leagues`).")
     learning: RunPart[list[str]] = RunPart("The ids of the learning policies.")
     algorithms: RunPart[dict[str, Algorithm]] = RunPart("Each learning policy's algorithm.")

@@ -152,7 +152,7 @@ class UnionStage(Stage):
             idle_turns = 0
             self._taken += 1
             weight = self.weights[branch]
-            if weight != STAR and self._taken >= weight:
+            if isinstance(weight, int) and self._taken >= weight:  # a str weight is STAR (Concurrently checks)
                 self._end_turn()
             if branch in self.outputs:
                 metrics.stage_stats(self, self.name).items_out += 1

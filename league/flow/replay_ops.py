@@ -25,8 +25,8 @@ from league.flow.metrics import PlanMetrics
 from league.flow.stages import Operator
 from league.flow.training import gradient_steps
 from league.replay import MultiAgentReplayBuffer
-from league.runtime.actors import call
-from league.runtime.faces import LearnerHandle
+from league.runtime.actors import call, provides
+from league.runtime.faces import Remote, VersionedLearner
 
 __all__ = ["IntensityGatedReplay", "UpdatePriorities", "CountTrainSteps"]
 
@@ -56,7 +56,7 @@ class IntensityGatedReplay:
         min_size: int,
         training_intensity: float,
         beta_schedule: Callable[[int], float] | None = None,
-        learner: LearnerHandle | None = None,
+        learner: Remote[VersionedLearner] | None = None,
         version_column: str = "weights_version",
     ) -> None:
         if not training_intensity > 0:
@@ -66,7 +66,7 @@ class IntensityGatedReplay:
         self.min_size = min_size
         self.training_intensity = training_intensity
         self.beta_schedule = beta_schedule
-        self.learner = learner if learner is not None and hasattr(learner, "policy_versions") else None
+        self.learner = learner if learner is not None and provides(learner, VersionedLearner.policy_versions) else None
         self.version_column = version_column
         self.rows_stored = 0.0  # per policy on average, since training began
         self.rows_replayed = 0  # per policy
@@ -79,18 +79,18 @@ class IntensityGatedReplay:
     def add(self, batch: MultiAgentBatch) -> None:
         """Store ``batch`` in the buffer (minus rows of a past epoch; see the class docstring)."""
         if self.learner is not None:
-            batch = self._current_epoch_rows(batch)
+            batch = self._current_epoch_rows(batch, self.learner)
         self.buffer.add(batch)
         if self._started:
             rows = sum(len(batch[p]) for p in self.policy_ids if p in batch)
             self.rows_stored += rows / len(self.policy_ids)
 
-    def _current_epoch_rows(self, batch: MultiAgentBatch) -> MultiAgentBatch:
+    def _current_epoch_rows(self, batch: MultiAgentBatch, learner: Remote[VersionedLearner]) -> MultiAgentBatch:
         """``batch`` without rows older than their policy's epoch; empties the buffer of a policy in a new epoch."""
         pids = [p for p in self.policy_ids if p in batch.policy_batches]
         if not pids:
             return batch
-        epochs = call(self.learner, "policy_versions", pids)
+        epochs = call(learner, VersionedLearner.policy_versions, pids)
         parts = dict(batch.policy_batches)
         for pid in pids:
             epoch = int(epochs[pid][1])

@@ -11,7 +11,7 @@ from league.flow.iterators import LocalIterator
 from league.flow.metrics import NUM_AGENT_STEPS_SAMPLED, NUM_ENV_STEPS_SAMPLED, NUM_ENV_STEPS_TRAINED, PlanMetrics
 from league.flow.stages import Operator
 from league.runtime.actors import call_all
-from league.runtime.faces import SamplerHandle
+from league.runtime.faces import SamplerFace, SamplerHandle
 
 __all__ = ["StandardMetricsReporting", "summarize_episodes"]
 
@@ -70,7 +70,7 @@ class _ReportMetrics(Operator):
         sampled = counters.get(NUM_ENV_STEPS_SAMPLED, 0) - self._last_counters.get(NUM_ENV_STEPS_SAMPLED, 0)
         if now - last_time < self.report_interval_s or sampled < self.min_env_steps:
             return []
-        episodes = [e for stats in call_all(self.samplers, "pop_episode_stats") for e in stats]
+        episodes = [e for stats in call_all(self.samplers, SamplerFace.pop_episode_stats) for e in stats]
         elapsed = max(now - last_time, 1e-9)
         delta = {k: v - self._last_counters.get(k, 0) for k, v in counters.items()}
         trained = delta.get(NUM_ENV_STEPS_TRAINED, 0)

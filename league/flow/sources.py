@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import queue as queue_module
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from league.batch import MultiAgentBatch, SampleBatch
@@ -17,7 +17,7 @@ from league.flow.iterators import LocalIterator
 from league.flow.metrics import NUM_AGENT_STEPS_SAMPLED, NUM_ENV_STEPS_SAMPLED, NUM_SAMPLER_RESTARTS, PlanMetrics
 from league.flow.stages import NOT_READY, SourceStage
 from league.runtime.actors import call, call_all, check_same_kind, submit
-from league.runtime.faces import SamplerHandle
+from league.runtime.faces import SamplerFace, SamplerHandle
 from league.runtime.recovery import RestartingSamplers
 
 __all__ = ["ParallelIterator", "ParallelRollouts", "Replay", "Dequeue"]
@@ -53,7 +53,7 @@ class _LastSource:
         return self.actor
 
 
-def _gather_async(actors: Sequence[Any], method: str, num_async: int, poll_s: float, last: _LastSource) -> Iterator[Any]:
+def _gather_async(actors: Sequence[Any], method: Callable[[Any], Any], num_async: int, poll_s: float, last: _LastSource) -> Iterator[Any]:
     if not check_same_kind(actors, "actors of an async gather"):
         # Local objects cannot overlap; call them in turn.
         while True:
@@ -80,13 +80,14 @@ def _gather_async(actors: Sequence[Any], method: str, num_async: int, poll_s: fl
 
 
 class ParallelIterator:
-    """A set of actors that each produce items by calling ``method`` (``"sample"``) repeatedly.
+    """A set of actors that each produce items by calling ``method`` (``SamplerFace.sample``, a
+    method reference: :mod:`league.runtime.faces`) repeatedly.
 
     This is what ``ParallelRollouts(..., mode="raw")`` returns; turn it into a plan with
     :meth:`gather_sync` or :meth:`gather_async`.
     """
 
-    def __init__(self, actors: Sequence[Any], method: str = "sample") -> None:
+    def __init__(self, actors: Sequence[Any], method: Callable[[Any], Any] = SamplerFace.sample) -> None:
         actors = list(actors)
         if not actors:
             raise ValueError("ParallelIterator needs at least one actor")
@@ -180,7 +181,7 @@ def ParallelRollouts(  # noqa: N802 - named like an operator, as plans read
     if mode not in _MODES:
         raise ValueError(f"ParallelRollouts mode must be one of {_MODES}, got {mode!r}")
     _check_num_async(num_async)
-    parallel = ParallelIterator(samplers, "sample")
+    parallel = ParallelIterator(samplers, SamplerFace.sample)
     if mode == "raw":
         return parallel
     n = len(samplers)
@@ -208,11 +209,11 @@ def ParallelRollouts(  # noqa: N802 - named like an operator, as plans read
 
         def local_rounds() -> Iterator[MultiAgentBatch]:
             while True:
-                yield MultiAgentBatch.concat(call_all(samplers, "sample"))
+                yield MultiAgentBatch.concat(call_all(samplers, SamplerFace.sample))
 
         return LocalIterator(SourceStage(local_rounds, "ParallelRollouts", label, on_item=_count_sampled))
     stage = SourceStage(
-        lambda: _gather_async(samplers, "sample", num_async, poll_s, last),
+        lambda: _gather_async(samplers, SamplerFace.sample, num_async, poll_s, last),
         "ParallelRollouts",
         label,
         on_item=_count_sampled,

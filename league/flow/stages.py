@@ -170,11 +170,11 @@ class ApplyStage(Stage):
         if not callable(fn):
             raise TypeError(f"{kind}() needs a callable, got {type(fn).__name__}")
         is_op = isinstance(fn, Operator)
-        if is_op and fn.kind != kind:
-            raise TypeError(
-                f"{fn.name} is a {fn.kind} operator; apply it with .{fn.kind}({fn.name}(...)), not .{kind}()"
-            )
-        if is_op:
+        if isinstance(fn, Operator):
+            if fn.kind != kind:
+                raise TypeError(
+                    f"{fn.name} is a {fn.kind} operator; apply it with .{fn.kind}({fn.name}(...)), not .{kind}()"
+                )
             stage_name, label = name or fn.name, fn.describe()
         else:
             stage_name = name or f"{kind}({_callable_name(fn)})"

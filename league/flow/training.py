@@ -1,16 +1,17 @@
 """Operators that drive learners: training steps, gradients, target networks, weight broadcast.
 
 Learners and samplers may be Ray actors or local objects (see :mod:`league.runtime.actors`).
-The learner contract: ``learn_on_batch(batch, policy_ids) -> {policy_id: {stat: float}}``,
-``get_weights(policy_ids) -> {policy_id: {name: ndarray}}``, and, for the operators that
-use them, ``compute_gradients(batch)``, ``apply_gradients(grads)`` and
-``update_target(policy_ids)``.
+The learner contract is :mod:`league.runtime.faces`': ``learn_on_batch(batch, policy_ids) ->
+{policy_id: {stat: float}}`` (:class:`~league.runtime.faces.BatchLearner`),
+``compute_gradients(batch)`` and ``apply_gradients(grads)``
+(:class:`~league.runtime.faces.GradientLearner`), and ``get_weights(policy_ids) -> {policy_id:
+{name: ndarray}}`` and ``update_target(policy_ids)`` (:class:`~league.runtime.faces.LearnerFace`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, cast
 
 from league.batch import MultiAgentBatch
 from league.flow.metrics import (
@@ -25,12 +26,25 @@ from league.flow.metrics import (
     PlanMetrics,
 )
 from league.flow.stages import Operator
-from league.runtime.actors import call, is_ray_actor, submit
-from league.runtime.faces import LearnerHandle, SamplerHandle
+from league.runtime.actors import Pending, call, is_ray_actor, passed_on, submit
+from league.runtime.faces import (
+    BatchLearner,
+    GradientLearner,
+    LearnerFace,
+    LearnerHandle,
+    Remote,
+    SamplerFace,
+    SamplerHandle,
+    Stats,
+)
 from league.runtime.recovery import on_sampler_restart
+
+if TYPE_CHECKING:
+    from ray import ObjectRef
 
 __all__ = ["GRADIENT_STEPS", "gradient_steps", "TrainResult", "Gradients", "TrainOneStep", "ComputeGradients", "ApplyGradients", "UpdateTargetNetwork", "BroadcastWeights"]
 
+R = TypeVar("R")
 
 #: Learner statistics key of the gradient steps one call took (replay algorithms with
 #: ``steps_per_call``); a call without it took one.
@@ -71,7 +85,7 @@ def _as_multi_agent(item: Any, op: str) -> MultiAgentBatch:
     return item
 
 
-def _record_stats(stats: Any, metrics: PlanMetrics, learner: LearnerHandle, method: str) -> dict[str, dict[str, float]]:
+def _record_stats(stats: object, metrics: PlanMetrics, learner: object, method: str) -> Stats:
     if stats is None:
         return {}
     if not isinstance(stats, dict):
@@ -98,7 +112,7 @@ class TrainOneStep(Operator):
 
     def __init__(
         self,
-        learner: LearnerHandle,
+        learner: Remote[BatchLearner],
         policy_ids: Iterable[str] | None = None,
         num_epochs: int = 1,
         minibatch_size: int | None = None,
@@ -123,8 +137,8 @@ class TrainOneStep(Operator):
     def __call__(self, item: Any, metrics: PlanMetrics) -> TrainResult:
         batch = _as_multi_agent(item, self.name)
         with metrics.timer("learn"):
-            stats = call(self.learner, "learn_on_batch", batch, self.policy_ids, **self.learn_kwargs)
-        stats = _record_stats(stats, metrics, self.learner, "learn_on_batch")
+            result = call(self.learner, BatchLearner.learn_on_batch, batch, self.policy_ids, **self.learn_kwargs)
+        stats = _record_stats(result, metrics, self.learner, "learn_on_batch")
         metrics.counters[NUM_ENV_STEPS_TRAINED] += batch.env_steps
         metrics.counters[NUM_AGENT_STEPS_TRAINED] += _agent_steps(batch, self.policy_ids)
         for pid, policy_stats in stats.items():
@@ -136,13 +150,13 @@ class TrainOneStep(Operator):
 class ComputeGradients(Operator):
     """Calls ``learner.compute_gradients(batch)``; outputs :class:`Gradients`."""
 
-    def __init__(self, learner: LearnerHandle) -> None:
+    def __init__(self, learner: Remote[GradientLearner]) -> None:
         self.learner = learner
 
     def __call__(self, item: Any, metrics: PlanMetrics) -> Gradients:
         batch = _as_multi_agent(item, self.name)
         with metrics.timer("compute_gradients"):
-            grads = call(self.learner, "compute_gradients", batch)
+            grads = call(self.learner, GradientLearner.compute_gradients, batch)
         return Gradients(grads, batch.env_steps, batch.agent_steps())
 
 
@@ -153,13 +167,13 @@ class ApplyGradients(Operator):
     returned by the learner is recorded as learner statistics.
     """
 
-    def __init__(self, learner: LearnerHandle) -> None:
+    def __init__(self, learner: Remote[GradientLearner]) -> None:
         self.learner = learner
 
     def __call__(self, item: Any, metrics: PlanMetrics) -> Any:
         grads = item.grads if isinstance(item, Gradients) else item
         with metrics.timer("apply_gradients"):
-            stats = call(self.learner, "apply_gradients", grads)
+            stats = call(self.learner, GradientLearner.apply_gradients, grads)
         _record_stats(stats, metrics, self.learner, "apply_gradients")
         if isinstance(item, Gradients):
             metrics.counters[NUM_ENV_STEPS_TRAINED] += item.env_steps
@@ -195,7 +209,7 @@ class UpdateTargetNetwork(Operator):
     def __call__(self, item: Any, metrics: PlanMetrics) -> Any:
         now = metrics.counters.get(self.counter, 0)
         if now - self._last >= self.every_n_steps:
-            call(self.learner, "update_target", self.policy_ids)
+            call(self.learner, LearnerFace.update_target, self.policy_ids)
             self._last = now
             metrics.counters[NUM_TARGET_UPDATES] += 1
             metrics.counters[LAST_TARGET_UPDATE_STEP] = now
@@ -269,10 +283,12 @@ class BroadcastWeights(Operator):
 
     def resend(self, sampler: SamplerHandle) -> Any:
         """Send the learner's current weights to one sampler (e.g. restarted); the call's ObjectRef."""
-        weights = submit(self.learner, "get_weights", self.policy_ids)
+        pending = submit(self.learner, LearnerFace.get_weights, self.policy_ids)
         if not is_ray_actor(sampler) and is_ray_actor(self.learner):
-            weights = _fetch(weights)
-        return submit(sampler, "set_weights", weights)
+            weights = _fetch(pending)
+        else:
+            weights = passed_on(pending)  # a learner actor's reference goes on to the sampler actor as is
+        return submit(sampler, SamplerFace.set_weights, weights)
 
     def _raise_earlier_failures(self) -> None:
         if not self._in_flight:
@@ -288,17 +304,18 @@ class BroadcastWeights(Operator):
         with metrics.timer("broadcast_weights"):
             self._raise_earlier_failures()
             remote = [is_ray_actor(s) for s in self.samplers]
-            weights = submit(self.learner, "get_weights", self.policy_ids)
-            remote_weights = local_weights = weights
+            weights = submit(self.learner, LearnerFace.get_weights, self.policy_ids)
+            # A learner actor's reference goes on to the sampler actors as is (passed_on).
+            remote_weights = local_weights = passed_on(weights)
             if is_ray_actor(self.learner):
                 if not all(remote):
                     local_weights = _fetch(weights)
             elif any(remote):
                 import ray
 
-                remote_weights = ray.put(weights)
+                remote_weights = passed_on(ray.put(local_weights))
             pending = [
-                submit(s, "set_weights", remote_weights if r else local_weights)
+                submit(s, SamplerFace.set_weights, remote_weights if r else local_weights)
                 for s, r in zip(self.samplers, remote)
             ]
             remote_pending = [p for p, r in zip(pending, remote) if r]
@@ -310,10 +327,11 @@ class BroadcastWeights(Operator):
         return item
 
 
-def _fetch(ref: Any) -> Any:
+def _fetch(ref: Pending[R]) -> R:
+    """The value of an actor call's result."""
     import ray
 
-    return ray.get(ref)
+    return ray.get(cast("ObjectRef[R]", ref))
 
 
 def _get_from_live_samplers(refs: list[Any]) -> None:

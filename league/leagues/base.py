@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from league.policy import PolicyFactory
-from league.runtime.actors import resolve_lenient, share, submit
-from league.runtime.faces import LearnerHandle, SamplerHandle
+from league.runtime.actors import Pending, resolve_lenient, share, submit
+from league.runtime.faces import LearnerFace, SamplerFace, SamplerHandle
 from league.population.payoff import PayoffTable
 from league.sampling.matchups import Matchup, MatchupSource
 
@@ -32,11 +32,12 @@ def load_frozen_policies(samplers: Sequence[SamplerHandle], policies: Mapping[st
     sampler being restarted gets every frozen policy again from its restart hook)."""
     if not policies:
         return
-    calls, targets = [], []
+    calls: list[Pending[None]] = []
+    targets: list[SamplerHandle] = []
     for pid, (factory, weights) in policies.items():
         shared = share(weights, samplers) if weights is not None else None
         for sampler in samplers:
-            calls.append(submit(sampler, "add_policy", pid, factory, shared, learns=False))
+            calls.append(submit(sampler, SamplerFace.add_policy, pid, factory, shared, learns=False))
             targets.append(sampler)
     resolve_lenient(calls, targets)
 
@@ -65,7 +66,7 @@ class TrainingLeague(ABC):
         """Feed finished training (or league-scheduled evaluation) episodes to the league."""
 
     @abstractmethod
-    def update(self, iteration: int, counters: Mapping[str, int], learner: LearnerHandle, samplers: Sequence[SamplerHandle]) -> None:
+    def update(self, iteration: int, counters: Mapping[str, int], learner: LearnerFace, samplers: Sequence[SamplerHandle]) -> None:
         """After an iteration: take snapshots / reset players as due, on samplers and learner."""
 
     def bind(self, samplers: Sequence[SamplerHandle], initial_states: Mapping[str, bytes]) -> None:
@@ -84,16 +85,16 @@ class TrainingLeague(ABC):
         """Matchups of league-scheduled evaluation games (none by default)."""
         return []
 
-    def metrics(self, iteration: int, learner: LearnerHandle) -> dict[str, Any]:
+    def metrics(self, iteration: int, learner: LearnerFace) -> dict[str, Any]:
         """Fields this league adds to an iteration's metrics row."""
         return {}
 
     def restore_on(self, sampler: SamplerHandle) -> list[Any]:
         """Re-send frozen policies and the matchup source to a restarted sampler (pending calls)."""
-        calls = []
+        calls: list[Pending[None]] = []
         for pid, (factory, weights) in self.frozen_policies().items():
-            calls.append(submit(sampler, "add_policy", pid, factory, weights, learns=False))
-        calls.append(submit(sampler, "set_matchups", self.matchups()))
+            calls.append(submit(sampler, SamplerFace.add_policy, pid, factory, weights, learns=False))
+        calls.append(submit(sampler, SamplerFace.set_matchups, self.matchups()))
         return calls
 
     @abstractmethod

@@ -33,6 +33,15 @@ def learning_policy_ids(cfg: RunConfig) -> list[str]:
     return build_league(cfg.league).learning
 
 
+def _fixed_opponents(cfg: RunConfig) -> dict[str, float]:
+    """``league.fixed_opponents`` as :func:`~league.config.run_config` resolved it (None, the
+    recipe's default, is replaced there)."""
+    fixed = cfg.league.fixed_opponents
+    if fixed is None:
+        raise ValueError("league.fixed_opponents is unresolved: build leagues from a validated config (league.config.run_config)")
+    return fixed
+
+
 def _exact_evaluator(cfg: RunConfig) -> ExactMetaGame:
     """The exact evaluator of an OpenSpiel run, built from an env made exactly as the
     samplers make theirs (``cfg.env.name`` and ``cfg.env.kwargs``), so it scores the same
@@ -61,7 +70,7 @@ def _group_league(cfg: RunConfig, algorithms: Mapping[str, Algorithm], spec: Age
     finally:
         env.close()
     # Only the random player plays every game; a scripted board player refuses other specs.
-    fixed = {pid: (scripted_factory(pid, spec, league.negamax_depth), share) for pid, share in league.fixed_opponents.items()}
+    fixed = {pid: (scripted_factory(pid, spec, league.negamax_depth), share) for pid, share in _fixed_opponents(cfg).items()}
     return GroupLeague(
         groups,
         {pid: cfg.policies[pid].group for pid in algorithms},
@@ -86,7 +95,7 @@ def make_league(
     if league.recipe == "selfplay" and len(algorithms) != 1:
         from league.leagues.pairs import PolicyPairs
 
-        fixed = {pid: (scripted_factory(pid, spec, league.negamax_depth), share) for pid, share in league.fixed_opponents.items()}
+        fixed = {pid: (scripted_factory(pid, spec, league.negamax_depth), share) for pid, share in _fixed_opponents(cfg).items()}
         return PolicyPairs(list(algorithms), PayoffTable(decay=league.payoff_decay, min_games=league.payoff_min_games), fixed)
     game = openspiel_game_of(cfg.env.name)
     if league.exploitability_interval and game is None:
@@ -99,13 +108,13 @@ def make_league(
             max_snapshots=league.max_snapshots,
             opponent_sampling=league.opponent_sampling,
             payoff=PayoffTable(decay=league.payoff_decay, min_games=league.payoff_min_games),
-            fixed_opponents=league.fixed_opponents,
+            fixed_opponents=_fixed_opponents(cfg),
         )
         from league.leagues.selfplay import SelfPlayLeague
 
-        fixed = {pid: scripted_factory(pid, spec, league.negamax_depth) for pid in league.fixed_opponents}
+        fixed_players = {pid: scripted_factory(pid, spec, league.negamax_depth) for pid in _fixed_opponents(cfg)}
         exact = _exact_evaluator(cfg) if game is not None and league.exploitability_interval else None
-        return SelfPlayLeague(pool, algorithms[main], fixed, league.snapshot_steps, exact, league.exploitability_interval)
+        return SelfPlayLeague(pool, algorithms[main], fixed_players, league.snapshot_steps, exact, league.exploitability_interval)
 
     if league.meta_game == "exact" and game is None:
         raise ValueError(f"league.meta_game 'exact' needs an OpenSpiel env, not '{cfg.env.name}'")

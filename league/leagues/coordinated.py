@@ -28,8 +28,8 @@ source. Meanwhile samplers replay their last batch of matchups.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from league.leagues.base import TrainingLeague, Weights, load_frozen_policies
 from league.leagues.remote_coordinator import make_remote_coordinator, remote_refill
@@ -39,7 +39,7 @@ from league.population.payoff import PayoffTable
 from league.population.recipes import LeagueRecipe
 from league.policy import PolicyFactory
 from league.runtime.actors import call, is_actor_death, is_ray_actor, resolve_lenient, submit
-from league.runtime.faces import LearnerHandle, SamplerHandle
+from league.runtime.faces import LearnerFace, Remote, SamplerFace, SamplerHandle
 from league.sampling.matchups import Matchup, MatchupBatch, MatchupSource
 
 if TYPE_CHECKING:
@@ -47,6 +47,9 @@ if TYPE_CHECKING:
     from league.leagues.exact import ExactMetaGame
 
 __all__ = ["CoordinatedLeague", "steps_counter"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 def steps_counter(policy_id: str) -> str:
@@ -114,7 +117,7 @@ class CoordinatedLeague(TrainingLeague):
         self._initial_states: dict[str, bytes] = {}
         self._since_save: list[dict[str, Any]] = []
         self.coordinator_restarts = 0
-        kwargs = dict(
+        kwargs: dict[str, Any] = dict(
             agents=list(agents),
             roles=recipe.roles,
             players=recipe.players,
@@ -124,9 +127,9 @@ class CoordinatedLeague(TrainingLeague):
             ),
             seed=seed,
         )
-        self.coordinator = make_remote_coordinator(**kwargs) if remote else LeagueCoordinator(**kwargs)
-        self._saved = call(self.coordinator, "state_dict")
-        self._view = call(self.coordinator, "view")
+        self.coordinator: Remote[LeagueCoordinator] = make_remote_coordinator(**kwargs) if remote else LeagueCoordinator(**kwargs)
+        self._saved = call(self.coordinator, LeagueCoordinator.state_dict)
+        self._view = call(self.coordinator, LeagueCoordinator.view)
 
     # Setup ------------------------------------------------------------------------
     def bind(self, samplers: Sequence[SamplerHandle], initial_states: Mapping[str, bytes]) -> None:
@@ -147,8 +150,9 @@ class CoordinatedLeague(TrainingLeague):
 
     def matchups(self) -> MatchupSource:
         """A batch of matchups that refills itself from the coordinator."""
-        first = self._call("next_matchups", self.matchup_batch)
-        refill = remote_refill(self.coordinator) if self.remote else self.coordinator.next_matchups
+        first = self._call(LeagueCoordinator.next_matchups, self.matchup_batch)
+        coordinator = self.coordinator  # a Ray actor exactly when self.remote
+        refill = remote_refill(coordinator) if is_ray_actor(coordinator) else coordinator.next_matchups
         return MatchupBatch(first, refill=refill, refill_size=self.matchup_batch)
 
     # Results ----------------------------------------------------------------------
@@ -157,7 +161,7 @@ class CoordinatedLeague(TrainingLeague):
         if not episodes:
             return
         self._since_save.extend(episodes)
-        self._call("report", episodes)
+        self._call(LeagueCoordinator.report, episodes)
 
     def evaluation_matchups(self) -> list[Matchup]:
         """This round's evaluation matchups: the meta-game pairs the solvers still need
@@ -165,38 +169,38 @@ class CoordinatedLeague(TrainingLeague):
         certain pairs. The trainer plays them and hands the episodes to :meth:`record`."""
         if not self.eval_pairs and not self.meta_game_episodes:
             return []
-        _pairs, matchups = self._call("next_evaluation", self.eval_pairs)
+        _pairs, matchups = self._call(LeagueCoordinator.next_evaluation, self.eval_pairs)
         return matchups
 
     # Decisions --------------------------------------------------------------------
-    def update(self, iteration: int, counters: Mapping[str, int], learner: LearnerHandle, samplers: Sequence[SamplerHandle]) -> None:
+    def update(self, iteration: int, counters: Mapping[str, int], learner: LearnerFace, samplers: Sequence[SamplerHandle]) -> None:
         """Snapshots and resets due after this iteration; saves the coordinator now and then."""
         steps = {pid: int(counters.get(steps_counter(pid), 0)) for pid in self.learning}
-        actions = self._call("due", steps)
+        actions = self._call(LeagueCoordinator.due, steps)
         snaps = [a for a in actions if isinstance(a, SnapshotAction)]
         if snaps:
             current = learner.get_weights(sorted({a.player_id for a in snaps}))
             new = {a.snapshot_id: (a.player_id, current[a.player_id]) for a in snaps}
             load_frozen_policies(samplers, {sid: (self.algorithms[pid], w) for sid, (pid, w) in new.items()})
             self._snapshots.update(new)
-            self._call("apply", actions)
+            self._call(LeagueCoordinator.apply, actions)
             if self.exact is not None and self.exact_payoffs:
-                self._call("set_expected_returns", self._exact_payoffs(list(new)))
+                self._call(LeagueCoordinator.set_expected_returns, self._exact_payoffs(self.exact, list(new)))
         resets = [a for a in actions if isinstance(a, ResetAction)]
         for action in resets:
             self._reset(action, learner)
         if resets:
             weights = learner.get_weights([a.player_id for a in resets])
-            resolve_lenient([submit(s, "set_weights", weights) for s in samplers], samplers)
+            resolve_lenient([submit(s, SamplerFace.set_weights, weights) for s in samplers], samplers)
             # A player back at its initial state explores as a fresh one (DQN's epsilon from its start).
             fresh = [a.player_id for a in resets if a.source_id is None]
             if fresh:
-                resolve_lenient([submit(s, "reset_exploration", fresh) for s in samplers], samplers)
+                resolve_lenient([submit(s, SamplerFace.reset_exploration, fresh) for s in samplers], samplers)
         if actions or iteration % self.save_every == 0:
             self._save()
-        self._view = self._call("view")
+        self._view = self._call(LeagueCoordinator.view)
 
-    def _reset(self, action: ResetAction, learner: LearnerHandle) -> None:
+    def _reset(self, action: ResetAction, learner: LearnerFace) -> None:
         source = action.source_id
         if source is None:
             learner.set_state(action.player_id, self._initial_states[action.player_id])
@@ -205,17 +209,17 @@ class CoordinatedLeague(TrainingLeague):
         else:
             learner.set_weights({action.player_id: learner.get_weights([source])[source]})
 
-    def _exact_payoffs(self, new_ids: list[str]) -> list[tuple[str, str, float]]:
+    def _exact_payoffs(self, exact: ExactMetaGame, new_ids: list[str]) -> list[tuple[str, str, float]]:
         frozen = self.frozen_policies()
         values = []
         for sid in new_ids:
             for other in frozen:
                 if other != sid:
-                    values.append((sid, other, self.exact.expected_return(sid, frozen[sid], other, frozen[other])))
+                    values.append((sid, other, exact.expected_return(sid, frozen[sid], other, frozen[other])))
         return values
 
     # Metrics ----------------------------------------------------------------------
-    def metrics(self, iteration: int, learner: LearnerHandle) -> dict[str, Any]:
+    def metrics(self, iteration: int, learner: LearnerFace) -> dict[str, Any]:
         """Ratings and population size every iteration; exploitability every ``exploitability_interval``."""
         row: dict[str, Any] = {
             "snapshots": len(self._snapshots),
@@ -228,19 +232,22 @@ class CoordinatedLeague(TrainingLeague):
             row["coordinator_restarts"] = self.coordinator_restarts
         return row
 
-    def exploitability(self, learner: LearnerHandle) -> dict[str, float]:
+    def exploitability(self, learner: LearnerFace) -> dict[str, float]:
         """Exact exploitability of each learning player and of the league's meta-strategy
         (the Nash mixture of the frozen players' meta-game)."""
+        exact = self.exact
+        if exact is None:
+            raise ValueError("exploitability needs an exact evaluator (the league of an OpenSpiel game)")
         weights = learner.get_weights(self.learning)
-        out = {pid: self.exact.exploitability(self.algorithms[pid], weights[pid]) for pid in self.learning}
+        out = {pid: exact.exploitability(self.algorithms[pid], weights[pid]) for pid in self.learning}
         frozen = self.frozen_policies()
         if frozen:
-            out["meta_strategy"] = self.exact.meta_strategy_exploitability(frozen, self.payoff)
+            out["meta_strategy"] = exact.meta_strategy_exploitability(frozen, self.payoff)
         return out
 
     # State ------------------------------------------------------------------------
     def _save(self) -> None:
-        self._saved = self._call("state_dict")
+        self._saved = self._call(LeagueCoordinator.state_dict)
         self._since_save = []
 
     def state(self) -> dict[str, Any]:
@@ -255,10 +262,10 @@ class CoordinatedLeague(TrainingLeague):
         if missing:
             raise ValueError(f"no weights for snapshot(s) {missing}")
         self._snapshots = {sid: (pid, dict(policies[sid])) for sid, pid in sources.items()}
-        call(self.coordinator, "load_state_dict", state["coordinator"])
+        call(self.coordinator, LeagueCoordinator.load_state_dict, state["coordinator"])
         self._saved = state["coordinator"]
         self._since_save = []
-        self._view = call(self.coordinator, "view")
+        self._view = call(self.coordinator, LeagueCoordinator.view)
 
     def summary(self) -> dict[str, Any]:
         """Snapshots, final ratings and the coordinator's whole state (population, payoff...);
@@ -271,32 +278,34 @@ class CoordinatedLeague(TrainingLeague):
         return out
 
     # Coordinator failures -----------------------------------------------------------
-    def _call(self, method: str, *args: Any) -> Any:
+    def _call(self, method: Callable[Concatenate[LeagueCoordinator, P], R], *args: P.args, **kwargs: P.kwargs) -> R:
         try:
-            return call(self.coordinator, method, *args)
+            return call(self.coordinator, method, *args, **kwargs)
         except Exception as err:
             if not (self.remote and is_actor_death(err)):
                 raise
         self._restart_coordinator()
-        return call(self.coordinator, method, *args)
+        return call(self.coordinator, method, *args, **kwargs)
 
     def _restart_coordinator(self) -> None:
         """A new coordinator actor from the last saved state, the episodes since then
         reported again, and a fresh matchup source on every sampler."""
         import ray
 
+        old = self.coordinator  # an actor: only a remote coordinator is restarted
         try:
-            ray.kill(self.coordinator)
+            if is_ray_actor(old):
+                ray.kill(old)
         except Exception:  # noqa: BLE001 - it is already gone
             pass
         self.coordinator = make_remote_coordinator(agents=self._saved["agents"])
-        ray.get(self.coordinator.load_state_dict.remote(self._saved))
+        call(self.coordinator, LeagueCoordinator.load_state_dict, self._saved)
         if self._since_save:
-            ray.get(self.coordinator.report.remote(self._since_save))
+            call(self.coordinator, LeagueCoordinator.report, self._since_save)
         self.coordinator_restarts += 1
         if self.samplers:
             sources = [self.matchups() for _ in self.samplers]
-            resolve_lenient([submit(s, "set_matchups", m) for s, m in zip(self.samplers, sources)], self.samplers)
+            resolve_lenient([submit(s, SamplerFace.set_matchups, m) for s, m in zip(self.samplers, sources)], self.samplers)
 
     def close(self) -> None:
         """Stop the coordinator actor."""

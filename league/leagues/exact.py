@@ -31,8 +31,10 @@ from league.population.payoff import PayoffTable
 if TYPE_CHECKING:
     import pyspiel
 
-    from league.envs.openspiel_env import Observer, OpenSpielEnv
+    from league.envs.base import MultiAgentEnv
+    from league.envs.openspiel_env import Observer
     from league.policy import Policy, PolicyFactory
+    from league.population.min_exploitability import MinExploitabilitySolver
     from league.runtime.faces import Weights
 
 __all__ = ["META_STRATEGIES", "ExactMetaGame"]
@@ -72,7 +74,7 @@ class ExactMetaGame:
         self._tables: dict[str, Any] = {}  # frozen policy id -> TabularPolicy
 
     @classmethod
-    def from_env(cls, env: OpenSpielEnv, meta_strategy: str = "nash") -> ExactMetaGame:
+    def from_env(cls, env: MultiAgentEnv, meta_strategy: str = "nash") -> ExactMetaGame:
         """The evaluator of the game ``env`` plays (its parameters included), showing
         policies what ``env`` shows them (:meth:`~league.envs.openspiel_env.OpenSpielEnv.observe`),
         with ``meta_strategy`` (:data:`META_STRATEGIES`).
@@ -131,7 +133,7 @@ class ExactMetaGame:
         """The league's mixture of the frozen players: the Nash mixture of their return
         meta-game in ``payoff``, or their least exploitable mixture (``meta_strategy``)."""
         if self._solver is not None:
-            return self._least_exploitable(frozen)[0]
+            return self._least_exploitable(self._solver, frozen)[0]
         ids = list(frozen)
         weights = NashMatchmaker(utility="return").equilibrium(ids, payoff)
         return {pid: float(w) for pid, w in zip(ids, weights)}
@@ -141,7 +143,7 @@ class ExactMetaGame:
         from league.population.exploitability import exploitability
 
         if self._solver is not None:
-            return self._least_exploitable(frozen)[1]
+            return self._least_exploitable(self._solver, frozen)[1]
         return float(exploitability(self.game, self.meta_strategy_policy(frozen, payoff)[1]))
 
     def meta_strategy_policy(
@@ -156,6 +158,8 @@ class ExactMetaGame:
         tables = [self.table(pid, frozen[pid]) for pid in mixture]
         return weights, mixture_policy(self.game, tables, list(mixture.values()))
 
-    def _least_exploitable(self, frozen: Mapping[str, tuple[PolicyFactory, Weights | None]]) -> tuple[dict[str, float], float]:
+    def _least_exploitable(
+        self, solver: MinExploitabilitySolver, frozen: Mapping[str, tuple[PolicyFactory, Weights | None]]
+    ) -> tuple[dict[str, float], float]:
         """The solver's mixture of the frozen players and its exploitability (solved again only when they change)."""
-        return self._solver.solve({pid: self.table(pid, frozen[pid]) for pid in frozen})
+        return solver.solve({pid: self.table(pid, frozen[pid]) for pid in frozen})

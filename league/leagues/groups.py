@@ -27,8 +27,8 @@ from league.population.matchmaking import Matchmaker, PFSPMatchmaker, UniformFSP
 from league.population.payoff import PayoffTable, outcome_from_returns
 from league.population.placement_ratings import placement_ratings
 from league.population.selfplay import SelfPlayPool
-from league.runtime.actors import resolve_lenient, submit
-from league.runtime.faces import LearnerHandle, SamplerHandle
+from league.runtime.actors import Pending, resolve_lenient, submit
+from league.runtime.faces import LearnerFace, SamplerFace, SamplerHandle
 from league.sampling.matchups import FixedMatchups, Matchup, MatchupSource
 
 if TYPE_CHECKING:
@@ -203,7 +203,7 @@ class GroupLeague(TrainingLeague):
                     if h != g and other is not None and other != pid and other in members:
                         self._payoff.update(pid, other, outcome_from_returns(returns[g], returns[h]), return_a=returns[g])
 
-    def update(self, iteration: int, counters: Mapping[str, int], learner: LearnerHandle, samplers: Sequence[SamplerHandle]) -> None:
+    def update(self, iteration: int, counters: Mapping[str, int], learner: LearnerFace, samplers: Sequence[SamplerHandle]) -> None:
         """A snapshot of each learning policy that sampled ``snapshot_steps`` agent steps since its
         last one; none with a single group (a co-op team has no opponent to hand them to)."""
         if not self.snapshot_steps or len(self.groups) < 2:
@@ -224,16 +224,16 @@ class GroupLeague(TrainingLeague):
             if old is not None:
                 evicted.append(old.policy_id)
         # New matchups first, then retire evicted snapshots (as SelfPlayLeague does).
-        calls = [submit(s, "set_matchups", self.matchups()) for s in samplers]
+        calls: list[Pending[None]] = [submit(s, SamplerFace.set_matchups, self.matchups()) for s in samplers]
         for sid in evicted:
-            calls += [submit(s, "remove_policy", sid) for s in samplers]
+            calls += [submit(s, SamplerFace.remove_policy, sid) for s in samplers]
             self._payoff.forget(sid)
             if self.ratings is not None:
                 self.ratings.forget(sid)
             self.evicted += 1
         resolve_lenient(calls, list(samplers) * (len(calls) // max(1, len(samplers))))
 
-    def metrics(self, iteration: int, learner: LearnerHandle) -> dict[str, Any]:
+    def metrics(self, iteration: int, learner: LearnerFace) -> dict[str, Any]:
         """Snapshots held, those taken since the last row, evictions so far."""
         new, self._new = self._new, []
         held = sum(len(p.snapshots) for p in self.pools.values())

@@ -15,7 +15,7 @@ from typing import Any
 from league.leagues.base import TrainingLeague, Weights
 from league.policy import PolicyFactory
 from league.population.payoff import PayoffTable
-from league.runtime.faces import LearnerHandle, SamplerHandle
+from league.runtime.faces import LearnerFace, SamplerHandle
 from league.sampling.matchups import MatchupSource, PoolMatchups
 
 __all__ = ["PolicyPairs"]
@@ -55,7 +55,7 @@ class PolicyPairs(TrainingLeague):
             if len(seats) == 2 and seats[0][1] != seats[1][1]:
                 self._payoff.update(seats[0][1], seats[1][1], ep["outcome"][seats[0][0]])
 
-    def update(self, iteration: int, counters: Mapping[str, int], learner: LearnerHandle, samplers: Sequence[SamplerHandle]) -> None:
+    def update(self, iteration: int, counters: Mapping[str, int], learner: LearnerFace, samplers: Sequence[SamplerHandle]) -> None:
         """Nothing to snapshot or reset."""
 
     def state(self) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from league.population.coordinator import LeagueCoordinator
+from league.runtime.actors import actor_handle, call
 from league.sampling.matchups import Matchup
 
 if TYPE_CHECKING:
@@ -23,21 +24,19 @@ __all__ = ["make_remote_coordinator", "remote_refill"]
 class _RemoteRefill:
     """Picklable ``refill(k)`` that asks a coordinator actor for ``k`` matchups."""
 
-    def __init__(self, coordinator: ActorHandle) -> None:
+    def __init__(self, coordinator: ActorHandle[Any]) -> None:
         self.coordinator = coordinator
 
     def __call__(self, k: int) -> list[Matchup]:
-        import ray
-
-        return ray.get(self.coordinator.next_matchups.remote(k))
+        return call(self.coordinator, LeagueCoordinator.next_matchups, k)
 
 
-def remote_refill(coordinator: ActorHandle) -> Callable[[int], list[Matchup]]:
+def remote_refill(coordinator: ActorHandle[Any]) -> Callable[[int], list[Matchup]]:
     """A :class:`~league.sampling.matchups.MatchupBatch` refill that pulls batches from a coordinator actor."""
     return _RemoteRefill(coordinator)
 
 
-def make_remote_coordinator(num_cpus: float = 0, **kwargs: Any) -> ActorHandle:
+def make_remote_coordinator(num_cpus: float = 0, **kwargs: Any) -> ActorHandle[Any]:
     """A Ray actor running :class:`LeagueCoordinator` (kwargs as for its constructor).
 
     ``num_cpus=0`` by default: the coordinator is bookkeeping, it should not hold a core.
@@ -45,4 +44,6 @@ def make_remote_coordinator(num_cpus: float = 0, **kwargs: Any) -> ActorHandle:
     import ray
 
     # No task events: the GCS would keep a record of every refill and report call.
-    return ray.remote(num_cpus=num_cpus, enable_task_events=False)(LeagueCoordinator).remote(**kwargs)
+    # Ray's stubs of remote(**options) omit enable_task_events, one of its documented options.
+    options = ray.remote(num_cpus=num_cpus, enable_task_events=False)  # type: ignore[call-overload]
+    return actor_handle(options(LeagueCoordinator).remote(**kwargs))

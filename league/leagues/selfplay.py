@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from league.runtime.actors import resolve_lenient, submit
-from league.runtime.faces import LearnerHandle, SamplerHandle
+from league.runtime.actors import Pending, resolve_lenient, submit
+from league.runtime.faces import LearnerFace, SamplerFace, SamplerHandle
 from league.flow.metrics import NUM_AGENT_STEPS_SAMPLED
 from league.leagues.base import TrainingLeague, Weights, load_frozen_policies
 from league.policy import PolicyFactory
@@ -59,7 +59,8 @@ class SelfPlayLeague(TrainingLeague):
         self.evicted = 0  # snapshots evicted from the pool (and retired from the samplers) so far
         self._last_snapshot_step = 0  # main's agent steps at the latest snapshot
         self._new: list[str] = []  # snapshots taken since the last metrics row
-        self.ratings: PlacementRatings | None | bool = None  # made on the first game of more than two players
+        # Made on the first game of more than two players (False: openskill is not installed).
+        self.ratings: PlacementRatings | Literal[False] | None = None
 
     @property
     def payoff(self) -> PayoffTable:
@@ -89,7 +90,7 @@ class SelfPlayLeague(TrainingLeague):
                 if self.ratings:
                     self.ratings.rate_episode(ep["policies"], ep["returns"])
 
-    def update(self, iteration: int, counters: Mapping[str, int], learner: LearnerHandle, samplers: Sequence[SamplerHandle]) -> None:
+    def update(self, iteration: int, counters: Mapping[str, int], learner: LearnerFace, samplers: Sequence[SamplerHandle]) -> None:
         """A snapshot of main once it sampled ``snapshot_steps`` agent steps since the last one."""
         main = self.pool.main
         steps = int(counters.get(f"{NUM_AGENT_STEPS_SAMPLED}/{main}", 0))
@@ -101,16 +102,16 @@ class SelfPlayLeague(TrainingLeague):
         load_frozen_policies(samplers, {snap.policy_id: (self.algorithm, snap.weights)})
         # New matchups first: Ray runs each sampler's calls in order, so by the time the
         # evicted snapshot is retired no new episode can draw it; episodes in progress keep it.
-        calls = [submit(s, "set_matchups", self.pool.matchups()) for s in samplers]
+        calls: list[Pending[None]] = [submit(s, SamplerFace.set_matchups, self.pool.matchups()) for s in samplers]
         if evicted is not None:
-            calls += [submit(s, "remove_policy", evicted.policy_id) for s in samplers]
+            calls += [submit(s, SamplerFace.remove_policy, evicted.policy_id) for s in samplers]
             self.pool.payoff.forget(evicted.policy_id)
             if self.ratings:
                 self.ratings.forget(evicted.policy_id)
             self.evicted += 1
-        resolve_lenient(calls, samplers * (len(calls) // max(1, len(samplers))))  # a restarting sampler gets the league from its hook
+        resolve_lenient(calls, list(samplers) * (len(calls) // max(1, len(samplers))))  # a restarting sampler gets the league from its hook
 
-    def metrics(self, iteration: int, learner: LearnerHandle) -> dict[str, Any]:
+    def metrics(self, iteration: int, learner: LearnerFace) -> dict[str, Any]:
         """The number of snapshots in the pool, those taken since the last row, evictions so far;
         main's exact exploitability every ``exploitability_interval`` iterations."""
         new, self._new = self._new, []

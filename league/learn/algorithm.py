@@ -148,6 +148,13 @@ class PolicyState:
         """Frozen policies serve inference only."""
         return self.optimizer is None
 
+    @property
+    def trainable_optimizer(self) -> torch.optim.Optimizer:
+        """The optimiser, for an update (which learners never run on a frozen policy)."""
+        if self.optimizer is None:
+            raise ValueError("a frozen policy has no optimiser: it takes no updates")
+        return self.optimizer
+
 
 class Algorithm(PolicyFactory):
     """Base class of every algorithm (see module docstring)."""
@@ -159,7 +166,8 @@ class Algorithm(PolicyFactory):
 
     def __init__(self, agent_spec: AgentSpec, config: Mapping[str, Any] | None = None) -> None:
         self.agent_spec = agent_spec
-        self.config = config_from_dict(self.config_class, config, f"algo config of '{self.name}'")
+        # Any: each algorithm reads its own config class's fields.
+        self.config: Any = config_from_dict(self.config_class, config, f"algo config of '{self.name}'")
 
     @abstractmethod
     def make_model(self) -> nn.Module:
@@ -188,7 +196,7 @@ class Algorithm(PolicyFactory):
             raise ValueError(f"got {len(grads)} gradients for {len(params)} parameters")
         for p, g in zip(params, grads):
             p.grad = torch.as_tensor(g, device=p.device).reshape(p.shape)
-        state.optimizer.step()
+        state.trainable_optimizer.step()
 
     def stack_key(self) -> Hashable | None:
         """Policies whose algorithms return the same non-None key (and whose models have the

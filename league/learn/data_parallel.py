@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -29,9 +29,12 @@ import torch.distributed as dist
 
 from league.learn.algorithm import Algorithm, read_version
 from league.batch import MultiAgentBatch
-from league.runtime.actors import call, call_all, resolve, submit
+from league.runtime.actors import actor_handle, call, call_all, resolve, submit
 from league.learn.learner import Learner, check_precision
 from league.learn.staleness import select_fresh_rows
+
+if TYPE_CHECKING:
+    from ray.actor import ActorHandle
 
 __all__ = ["shard_batch", "DataParallelLearner", "DataParallelGroup"]
 
@@ -107,14 +110,15 @@ class DataParallelLearner(Learner):
         self,
         policy_id: str,
         algorithm: Algorithm,
-        weights: dict[str, np.ndarray] | None = None,
+        weights: Mapping[str, np.ndarray] | None = None,
         frozen: bool = False,
         seed_offset: int | None = None,
+        num_threads: int | None = None,
     ) -> None:
         """Host a policy with rank 0's weights; trainable ones average gradients over replicas."""
         if not dist.is_initialized():
             raise RuntimeError("DataParallelLearner has not joined its process group yet (call join)")
-        super().add_policy(policy_id, algorithm, weights, frozen, seed_offset)
+        super().add_policy(policy_id, algorithm, weights, frozen, seed_offset, num_threads)
         state = self._policies[policy_id]
         model = state.model
         with torch.no_grad():
@@ -134,8 +138,11 @@ class DataParallelLearner(Learner):
     def _average_grad(self, param: torch.Tensor) -> None:
         # Synchronous on purpose: the algorithm may clip the gradient norm right after
         # backward, and that must see the averaged gradient. Gloo has no AVG reduction.
-        dist.all_reduce(param.grad, op=dist.ReduceOp.SUM)
-        param.grad.div_(self.world_size)
+        grad = param.grad
+        if grad is None:  # not reached: the hook runs once backward accumulated a gradient
+            return
+        dist.all_reduce(grad, op=dist.ReduceOp.SUM)
+        grad.div_(self.world_size)
 
     def close(self) -> None:
         """Leave the process group."""
@@ -185,35 +192,36 @@ class DataParallelGroup:
         self._algorithms: dict[str, Algorithm] = {}
         self._dropped: dict[str, list[int]] = {}  # policy id -> [stale, old epoch] rows dropped so far
         actor = ray.remote(DataParallelLearner).options(num_cpus=num_cpus, num_gpus=num_gpus)
-        self.replicas = [
-            actor.remote(r, num_replicas, None, device, seed, num_threads, backend, precision=precision) for r in range(num_replicas)
+        self.replicas: list[ActorHandle[Any]] = [
+            actor_handle(actor.remote(r, num_replicas, None, device, seed, num_threads, backend, precision=precision))
+            for r in range(num_replicas)
         ]
-        address = ray.get(self.replicas[0].free_address.remote())
-        ray.get([r.join.remote(address) for r in self.replicas])
+        address = call(self.replicas[0], DataParallelLearner.free_address)
+        call_all(self.replicas, DataParallelLearner.join, address)
 
-    def add_policy(self, policy_id: str, algorithm: Algorithm, weights: dict[str, np.ndarray] | None = None, frozen: bool = False, seed_offset: int | None = None) -> None:
+    def add_policy(self, policy_id: str, algorithm: Algorithm, weights: Mapping[str, np.ndarray] | None = None, frozen: bool = False, seed_offset: int | None = None) -> None:
         """Host a policy on every replica (rank 0's initial weights win)."""
-        call_all(self.replicas, "add_policy", policy_id, algorithm, weights, frozen, seed_offset)
+        call_all(self.replicas, DataParallelLearner.add_policy, policy_id, algorithm, weights, frozen, seed_offset)
         self._algorithms[policy_id] = algorithm
         self._dropped[policy_id] = [0, 0]
 
     def remove_policy(self, policy_id: str) -> None:
         """Drop a policy on every replica."""
-        call_all(self.replicas, "remove_policy", policy_id)
+        call_all(self.replicas, DataParallelLearner.remove_policy, policy_id)
         self._algorithms.pop(policy_id, None)
         self._dropped.pop(policy_id, None)
 
     def policy_ids(self) -> list[str]:
         """Hosted policy ids."""
-        return call(self.replicas[0], "policy_ids")
+        return call(self.replicas[0], DataParallelLearner.policy_ids)
 
     def is_frozen(self, policy_id: str) -> bool:
         """Whether ``policy_id`` is inference-only."""
-        return call(self.replicas[0], "is_frozen", policy_id)
+        return call(self.replicas[0], DataParallelLearner.is_frozen, policy_id)
 
     def algorithm(self, policy_id: str) -> Algorithm:
         """The algorithm of a hosted policy."""
-        return call(self.replicas[0], "algorithm", policy_id)
+        return call(self.replicas[0], DataParallelLearner.algorithm, policy_id)
 
     def learn_on_batch(
         self, batch: MultiAgentBatch, policy_ids: list[str] | None = None, drop_stale_rows: bool = False, **kwargs: Any
@@ -228,7 +236,7 @@ class DataParallelGroup:
         if drop_stale_rows:
             batch, fresh = self._fresh_rows(batch, policy_ids)
         shards = shard_batch(batch, len(self.replicas))
-        pending = [submit(r, "learn_on_batch", s, policy_ids, **kwargs) for r, s in zip(self.replicas, shards)]
+        pending = [submit(r, DataParallelLearner.learn_on_batch, s, policy_ids, **kwargs) for r, s in zip(self.replicas, shards)]
         stats = _average_stats(resolve(pending, self.replicas))
         for pid in stats:
             stats[pid].update(fresh.get(pid, {}))
@@ -238,7 +246,7 @@ class DataParallelGroup:
         """``batch`` without the rows rank 0's versions rule out; the freshness statistics each kept policy gets."""
         pids = [p for p in (policy_ids if policy_ids is not None else list(batch.policy_batches)) if p in batch.policy_batches]
         pids = [p for p in pids if p in self._algorithms and len(batch[p])]
-        versions = call(self.replicas[0], "policy_versions", pids)
+        versions = call(self.replicas[0], DataParallelLearner.policy_versions, pids)
         parts, fresh = dict(batch.policy_batches), {}
         for pid in pids:
             version, epoch = versions[pid]
@@ -266,42 +274,42 @@ class DataParallelGroup:
         if drop_stale_rows:
             batch, _ = self._fresh_rows(batch, policy_ids)
         shards = shard_batch(batch, len(self.replicas))
-        pending = [submit(r, "compute_gradients", s, policy_ids) for r, s in zip(self.replicas, shards)]
+        pending = [submit(r, DataParallelLearner.compute_gradients, s, policy_ids) for r, s in zip(self.replicas, shards)]
         return resolve(pending, self.replicas)[0]
 
     def apply_gradients(self, grads: dict[str, list[np.ndarray]]) -> None:
         """The same gradients applied on every replica (keeps them identical)."""
-        call_all(self.replicas, "apply_gradients", grads)
+        call_all(self.replicas, DataParallelLearner.apply_gradients, grads)
 
     def update_target(self, policy_ids: list[str] | None = None) -> None:
         """Refresh target networks on every replica."""
-        call_all(self.replicas, "update_target", policy_ids)
+        call_all(self.replicas, DataParallelLearner.update_target, policy_ids)
 
     def get_weights(self, policy_ids: list[str] | None = None) -> dict[str, dict[str, np.ndarray]]:
         """Rank 0's weights."""
-        return call(self.replicas[0], "get_weights", policy_ids)
+        return call(self.replicas[0], DataParallelLearner.get_weights, policy_ids)
 
-    def set_weights(self, weights: dict[str, dict[str, np.ndarray]]) -> None:
+    def set_weights(self, weights: Mapping[str, Mapping[str, np.ndarray]]) -> None:
         """Load weights on every replica."""
-        call_all(self.replicas, "set_weights", weights)
+        call_all(self.replicas, DataParallelLearner.set_weights, weights)
 
     def get_state(self, policy_id: str) -> bytes:
         """Rank 0's model and optimiser state."""
-        return call(self.replicas[0], "get_state", policy_id)
+        return call(self.replicas[0], DataParallelLearner.get_state, policy_id)
 
     def set_state(self, policy_id: str, state: bytes) -> None:
         """Restore a state on every replica."""
-        call_all(self.replicas, "set_state", policy_id, state)
+        call_all(self.replicas, DataParallelLearner.set_state, policy_id, state)
 
     def policy_versions(self, policy_ids: list[str] | None = None) -> dict[str, tuple[int, int]]:
         """Rank 0's ``(weights version, epoch)`` per policy (all replicas hold the same)."""
-        return call(self.replicas[0], "policy_versions", policy_ids)
+        return call(self.replicas[0], DataParallelLearner.policy_versions, policy_ids)
 
     def close(self) -> None:
         """Leave the process group and stop the actors."""
         import ray
 
-        call_all(self.replicas, "close")
+        call_all(self.replicas, DataParallelLearner.close)
         for r in self.replicas:
             ray.kill(r)
 

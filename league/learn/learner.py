@@ -32,7 +32,7 @@ from __future__ import annotations
 import contextlib
 import io
 import threading
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
@@ -116,7 +116,7 @@ class Learner:
         self,
         policy_id: str,
         algorithm: Algorithm,
-        weights: dict[str, np.ndarray] | None = None,
+        weights: Mapping[str, np.ndarray] | None = None,
         frozen: bool = False,
         seed_offset: int | None = None,
         num_threads: int | None = None,
@@ -142,7 +142,7 @@ class Learner:
                 self._threads[policy_id] = num_threads
 
     def _add_policy(
-        self, policy_id: str, algorithm: Algorithm, weights: dict[str, np.ndarray] | None, frozen: bool, seed_offset: int | None
+        self, policy_id: str, algorithm: Algorithm, weights: Mapping[str, np.ndarray] | None, frozen: bool, seed_offset: int | None
     ) -> None:
         if policy_id in self._policies:
             raise ValueError(f"policy '{policy_id}' is already hosted by this learner")
@@ -214,8 +214,9 @@ class Learner:
             for pid in todo:
                 self._policies[pid].num_updates += 1
                 self._advance_version(pid)
-                if drop_stale_rows:
-                    stats[pid].update(self._freshness_stats(pid, len(rows[pid]), parts[pid][1]))
+                found = parts[pid][1]
+                if found is not None:  # drop_stale_rows
+                    stats[pid].update(self._freshness_stats(pid, len(rows[pid]), found))
             return {pid: stats[pid] for pid in todo}
 
     def compute_gradients(
@@ -278,7 +279,7 @@ class Learner:
                 for pid in ids
             }
 
-    def set_weights(self, weights: dict[str, dict[str, np.ndarray]]) -> None:
+    def set_weights(self, weights: Mapping[str, Mapping[str, np.ndarray]]) -> None:
         """Load per-policy numpy state dicts (frozen policies included); each starts a new epoch."""
         with self._lock:
             for pid in weights:
@@ -302,7 +303,7 @@ class Learner:
         torch.save(
             {
                 "model": hosted.model.state_dict(),
-                "optimizer": None if hosted.frozen else hosted.optimizer.state_dict(),
+                "optimizer": None if hosted.optimizer is None else hosted.optimizer.state_dict(),  # None: frozen
                 "num_updates": hosted.num_updates,
                 "rng": hosted.rng.bit_generator.state,
                 "extra": {k: v.state_dict() for k, v in hosted.extra.items() if isinstance(v, torch.nn.Module)},
@@ -400,7 +401,7 @@ class Learner:
         except KeyError:
             raise KeyError(f"policy '{policy_id}' is not hosted by this learner (hosted: {self.policy_ids()})") from None
 
-    def _load_weights(self, policy_id: str, model: torch.nn.Module, weights: dict[str, np.ndarray]) -> None:
+    def _load_weights(self, policy_id: str, model: torch.nn.Module, weights: Mapping[str, np.ndarray]) -> None:
         try:
             model.load_state_dict({k: torch.tensor(v) for k, v in weights.items()})
         except RuntimeError as err:
@@ -430,8 +431,8 @@ class Learner:
         """Run the block with the policies' own CPU thread count (the most any of them asks
         for), then put the process's count back; a no-op unless one of them has its own."""
         wanted = max((self._threads[pid] for pid in pids if pid in self._threads), default=None)
-        before = torch.get_num_threads() if wanted is not None and self.device.type == "cpu" else wanted
-        if wanted == before:
+        before = torch.get_num_threads() if wanted is not None and self.device.type == "cpu" else None
+        if wanted is None or before is None or wanted == before:
             yield
             return
         torch.set_num_threads(wanted)
@@ -471,7 +472,7 @@ class Learner:
             with self._autocast():
                 return {pid: fn(pid) for pid in pids}
         main = torch.cuda.current_stream(self.device)
-        streams = self._stream_pool(len(pids))
+        streams, pool = self._stream_pool(len(pids))
 
         def on_stream(i: int) -> Any:
             stream = streams[i]
@@ -479,7 +480,7 @@ class Learner:
             with torch.cuda.device(self.device), torch.cuda.stream(stream), self._autocast():  # autocast is per thread
                 return fn(pids[i])
 
-        futures = [self._pool.submit(on_stream, i) for i in range(len(pids))]
+        futures = [pool.submit(on_stream, i) for i in range(len(pids))]
         try:
             return {pid: future.result() for pid, future in zip(pids, futures)}
         finally:
@@ -489,13 +490,15 @@ class Learner:
             for stream in streams[: len(pids)]:
                 main.wait_stream(stream)
 
-    def _stream_pool(self, n: int) -> list[Any]:
-        if self._pool is None or len(self._streams) < n:
-            if self._pool is not None:
-                self._pool.shutdown()
+    def _stream_pool(self, n: int) -> tuple[list[Any], ThreadPoolExecutor]:
+        """At least ``n`` CUDA streams and a thread per stream."""
+        pool = self._pool
+        if pool is None or len(self._streams) < n:
+            if pool is not None:
+                pool.shutdown()
             self._streams += [torch.cuda.Stream(self.device) for _ in range(n - len(self._streams))]
-            self._pool = ThreadPoolExecutor(max_workers=len(self._streams), thread_name_prefix="learner-stream")
-        return self._streams
+            pool = self._pool = ThreadPoolExecutor(max_workers=len(self._streams), thread_name_prefix="learner-stream")
+        return self._streams, pool
 
     def close(self) -> None:
         """Stop the stream worker threads (CUDA only); the learner stays usable."""

@@ -22,7 +22,7 @@ from league.runtime.actors import call
 from league.flow.iterators import LocalIterator
 from league.flow.metrics import NUM_AGENT_STEPS_TRAINED, NUM_ENV_STEPS_TRAINED, PlanMetrics
 from league.flow.stages import NOT_READY, SourceStage
-from league.runtime.faces import LearnerHandle
+from league.runtime.faces import LearnerFace, LearnerHandle
 
 __all__ = ["LearnerThread", "LearnerThreadResult", "LearnerThreadError"]
 
@@ -115,7 +115,7 @@ class LearnerThread(threading.Thread):
         # The keyword only when set: learners (and stand-ins) without it keep working.
         kwargs = {"drop_stale_rows": True} if self.drop_stale_rows else {}
         with self.lock:
-            stats = call(self.learner, "learn_on_batch", batch, self.policy_ids, **kwargs)
+            stats = call(self.learner, LearnerFace.learn_on_batch, batch, self.policy_ids, **kwargs)
         self.num_batches += 1
         if self.policy_ids is None:
             agent_steps = batch.agent_steps()
@@ -161,14 +161,14 @@ class LearnerThread(threading.Thread):
     def get_weights(self, policy_ids: list[str] | None = None) -> dict[str, dict[str, np.ndarray]]:
         """A copy of the learner's weights, taken between updates (never during one)."""
         with self.lock:
-            weights = call(self.learner, "get_weights", policy_ids)
+            weights = call(self.learner, LearnerFace.get_weights, policy_ids)
             # Copied under the lock, in case a learner hands out views of its live parameters.
             return {pid: {k: np.array(v, copy=True) for k, v in w.items()} for pid, w in weights.items()}
 
     def get_state(self, policy_id: str) -> bytes:
         """The learner's state of ``policy_id`` (``Learner.get_state``), taken between updates."""
         with self.lock:
-            return call(self.learner, "get_state", policy_id)
+            return call(self.learner, LearnerFace.get_state, policy_id)
 
     def __enter__(self) -> LearnerThread:
         self.start()

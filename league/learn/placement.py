@@ -19,20 +19,23 @@ import dataclasses
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import numpy as np
 import torch
 
 from league.learn.algorithm import Algorithm
 from league.batch import MultiAgentBatch
-from league.runtime.actors import submit
+from league.runtime.actors import actor_handle, submit
 from league.learn.learner import Learner, check_precision
 from league.learn.recovery import LearnerDied, check_states, gather, kill_learner
-from league.runtime.faces import LearnerHandle, Weights
+from league.runtime.faces import Remote, Weights
 from league.sampling.versioning import WEIGHTS_VERSION
 
 __all__ = ["LearnerConfig", "resource_requests", "gpus_needed", "assign_policies", "LearnerGroup"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 #: Ray accounts fractional resources in steps of 1e-4.
 _RAY_RESOURCE_STEP = 1e-4
@@ -192,9 +195,9 @@ class LearnerGroup:
 
     def __init__(
         self,
-        learners: Sequence[LearnerHandle],
+        learners: Sequence[Remote[Learner]],
         assignment: Mapping[str, int] | str = "auto",
-        make_learner: Callable[[int], LearnerHandle] | None = None,
+        make_learner: Callable[[int], Remote[Learner]] | None = None,
     ) -> None:
         if not learners:
             raise ValueError("LearnerGroup needs at least one learner")
@@ -202,7 +205,9 @@ class LearnerGroup:
         self._make_learner = make_learner
         self._offsets: dict[str, int] = {}
         self._dead: dict[int, BaseException] = {}  # learner index -> the error that showed it dead
-        self._mapping = {} if assignment == "auto" else dict(assignment)
+        if isinstance(assignment, str) and assignment != "auto":
+            raise ValueError(f"assignment must be 'auto' or {{policy_id: learner index}}, got {assignment!r}")
+        self._mapping = {} if isinstance(assignment, str) else dict(assignment)
         self._owner: dict[str, int] = {}
         self._sizes: dict[str, int] = {}
         self._algorithms: dict[str, Algorithm] = {}
@@ -215,12 +220,12 @@ class LearnerGroup:
     def from_config(cls, cfg: LearnerConfig | Mapping[str, Any] | Any, seed: int = 0, remote: bool = True) -> LearnerGroup:
         """Learners as the config says: Ray actors with its resource requests, or local objects."""
         cfg = cfg if isinstance(cfg, LearnerConfig) else LearnerConfig.from_config(cfg)
-        kwargs = {
+        kwargs: dict[str, Any] = {
             "device": cfg.device, "seed": seed, "num_threads": cfg.num_threads, "stack_same_shaped": cfg.stack_same_shaped,
             "precision": cfg.precision,
         }  # fmt: skip
         if not remote:
-            make: Callable[[int], LearnerHandle] = lambda _index: Learner(**kwargs)  # noqa: E731
+            make: Callable[[int], Remote[Learner]] = lambda _index: Learner(**kwargs)  # noqa: E731
         else:
             import ray
 
@@ -228,7 +233,7 @@ class LearnerGroup:
             if gpus_needed(cfg) > available:
                 raise ValueError(f"the learner config needs {gpus_needed(cfg)} GPU(s) but the Ray cluster has {available:g}")
             actor, options = ray.remote(Learner), resource_requests(cfg)
-            make = lambda index: actor.options(**options[index]).remote(**kwargs)  # noqa: E731
+            make = lambda index: actor_handle(actor.options(**options[index]).remote(**kwargs))  # noqa: E731
         return cls([make(i) for i in range(cfg.num_learners)], cfg.assignment, make_learner=make)
 
     # Membership ---------------------------------------------------------------
@@ -249,7 +254,7 @@ class LearnerGroup:
         self,
         policy_id: str,
         algorithm: Algorithm,
-        weights: dict[str, np.ndarray] | None = None,
+        weights: Mapping[str, np.ndarray] | None = None,
         frozen: bool = False,
         seed_offset: int | None = None,
         learner: int | None = None,
@@ -267,7 +272,7 @@ class LearnerGroup:
 
     def _add(self, pid: str, algo: Algorithm, weights: Weights | None, frozen: bool, seed_offset: int | None, index: int, size: int) -> None:
         offset = self._num_added if seed_offset is None else seed_offset
-        self._call(index, "add_policy", pid, algo, weights, frozen, offset)
+        self._call(index, Learner.add_policy, pid, algo, weights, frozen, offset)
         self._num_added += 1
         self._owner[pid], self._sizes[pid], self._algorithms[pid], self._offsets[pid] = index, size, algo, offset
         if frozen:
@@ -275,7 +280,7 @@ class LearnerGroup:
 
     def remove_policy(self, policy_id: str) -> None:
         """Drop a policy from its learner."""
-        self._call(self._index(policy_id), "remove_policy", policy_id)
+        self._call(self._index(policy_id), Learner.remove_policy, policy_id)
         del self._owner[policy_id], self._sizes[policy_id], self._algorithms[policy_id], self._offsets[policy_id]
         self._frozen.discard(policy_id)
 
@@ -304,7 +309,7 @@ class LearnerGroup:
     # Training -----------------------------------------------------------------
     def learn_on_batch(self, batch: MultiAgentBatch, policy_ids: list[str] | None = None, **kwargs: Any) -> dict[str, dict[str, float]]:
         """Each learner trains its policies on its part of ``batch``, all in parallel; merged stats."""
-        stats = self._fan_out("learn_on_batch", batch, policy_ids, **kwargs)
+        stats = self._fan_out(Learner.learn_on_batch, batch, policy_ids, **kwargs)
         for pid, policy_stats in stats.items():
             if isinstance(policy_stats, Mapping) and "weights_version" in policy_stats:
                 self._note_version(pid, int(policy_stats["weights_version"]))
@@ -314,21 +319,21 @@ class LearnerGroup:
         self, batch: MultiAgentBatch, policy_ids: list[str] | None = None, drop_stale_rows: bool = False
     ) -> dict[str, list[np.ndarray]]:
         """Per-policy gradients from every learner, merged (see :meth:`Learner.compute_gradients`)."""
-        return self._fan_out("compute_gradients", batch, policy_ids, drop_stale_rows=drop_stale_rows)
+        return self._fan_out(Learner.compute_gradients, batch, policy_ids, drop_stale_rows=drop_stale_rows)
 
     def apply_gradients(self, grads: dict[str, list[np.ndarray]]) -> None:
         """Each policy's gradients applied by its learner."""
-        self._per_learner("apply_gradients", grads)
+        self._per_learner(Learner.apply_gradients, grads)
 
     def update_target(self, policy_ids: list[str] | None = None) -> None:
         """Refresh target networks on every learner (or of the given policies)."""
         ids = self.policy_ids() if policy_ids is None else policy_ids
-        self._per_learner("update_target", dict.fromkeys(ids), pass_ids=True)
+        self._per_learner(Learner.update_target, dict.fromkeys(ids), pass_ids=True)
 
     def policy_versions(self, policy_ids: list[str] | None = None) -> dict[str, tuple[int, int]]:
         """Each policy's ``(weights version, epoch)`` (see :meth:`Learner.policy_versions`)."""
         ids = self.policy_ids() if policy_ids is None else list(policy_ids)
-        versions = self._per_learner("policy_versions", dict.fromkeys(ids), pass_ids=True)
+        versions = self._per_learner(Learner.policy_versions, dict.fromkeys(ids), pass_ids=True)
         for pid, (version, _epoch) in versions.items():
             self._note_version(pid, int(version))
         return versions
@@ -342,24 +347,24 @@ class LearnerGroup:
     def get_weights(self, policy_ids: list[str] | None = None) -> dict[str, dict[str, np.ndarray]]:
         """Numpy state dicts per policy, fetched from the learners in parallel."""
         ids = self.policy_ids() if policy_ids is None else list(policy_ids)
-        merged = self._per_learner("get_weights", dict.fromkeys(ids), pass_ids=True)
+        merged = self._per_learner(Learner.get_weights, dict.fromkeys(ids), pass_ids=True)
         for pid in ids:  # the versions samplers may act with, and so stamp on rows
             version = merged[pid].get(WEIGHTS_VERSION)
             if version is not None:
                 self._note_version(pid, int(np.asarray(version)))
         return {pid: merged[pid] for pid in ids}
 
-    def set_weights(self, weights: dict[str, dict[str, np.ndarray]]) -> None:
+    def set_weights(self, weights: Mapping[str, Mapping[str, np.ndarray]]) -> None:
         """Send each policy's weights to its learner."""
-        self._per_learner("set_weights", weights)
+        self._per_learner(Learner.set_weights, weights)
 
     def get_state(self, policy_id: str) -> bytes:
         """See :meth:`Learner.get_state`."""
-        return self._call(self._index(policy_id), "get_state", policy_id)
+        return self._call(self._index(policy_id), Learner.get_state, policy_id)
 
     def set_state(self, policy_id: str, state: bytes) -> None:
         """See :meth:`Learner.set_state`."""
-        self._call(self._index(policy_id), "set_state", policy_id, state)
+        self._call(self._index(policy_id), Learner.set_state, policy_id, state)
 
     # Recovery -----------------------------------------------------------------
     def replace_learner(self, index: int, states: Mapping[str, bytes]) -> None:
@@ -385,10 +390,10 @@ class LearnerGroup:
         self._dead.setdefault(index, RuntimeError(f"learner {index} was replaced"))
         new = self._make_learner(index)
         try:
-            pending = [submit(new, "add_policy", p, self._algorithms[p], None, p in self._frozen, self._offsets[p]) for p in pids]
+            pending = [submit(new, Learner.add_policy, p, self._algorithms[p], None, p in self._frozen, self._offsets[p]) for p in pids]
             # Above every version the lost learner handed out: its rows still on the way
             # (in samplers, replay, a half-full train batch) fall below the new epoch.
-            pending += [submit(new, "set_state", p, states[p], self._versions_seen.get(p, -1) + 1) for p in pids]
+            pending += [submit(new, Learner.set_state, p, states[p], self._versions_seen.get(p, -1) + 1) for p in pids]
             gather(pending, {index: new}, [index] * len(pending), self.policies_on)
         except BaseException:
             kill_learner(new)
@@ -416,8 +421,9 @@ class LearnerGroup:
             self._dead[err.learner_index] = err.cause if isinstance(err.cause, BaseException) else err
             raise
 
-    def _submit(self, indices: Sequence[int], method: str, args: Sequence[Sequence[Any]], **kwargs: Any) -> list[Any]:
-        """Call ``method(*args[k], **kwargs)`` on ``learners[indices[k]]`` in parallel; their results.
+    def _submit(self, indices: Sequence[int], method: Callable[..., R], args: Sequence[Sequence[Any]], **kwargs: Any) -> list[R]:
+        """Call ``method(*args[k], **kwargs)`` (a :class:`Learner` method reference) on
+        ``learners[indices[k]]`` in parallel; their results.
 
         A learner already known dead raises :class:`LearnerDied` before anything is sent.
         """
@@ -428,8 +434,8 @@ class LearnerGroup:
         pending = [submit(self.learners[i], method, *a, **kwargs) for i, a in zip(indices, args)]
         return self._gather(pending, indices)
 
-    def _call(self, index: int, method: str, *args: Any) -> Any:
-        return self._submit([index], method, [args])[0]
+    def _call(self, index: int, method: Callable[Concatenate[Learner, P], R], *args: P.args, **kwargs: P.kwargs) -> R:
+        return self._submit([index], method, [args], **kwargs)[0]
 
     def _loads(self) -> list[int]:
         load = [0] * len(self.learners)
@@ -437,7 +443,7 @@ class LearnerGroup:
             load[index] += self._sizes[pid]
         return load
 
-    def _fan_out(self, method: str, batch: MultiAgentBatch, policy_ids: list[str] | None, **kwargs: Any) -> dict[str, Any]:
+    def _fan_out(self, method: Callable[..., Any], batch: MultiAgentBatch, policy_ids: list[str] | None, **kwargs: Any) -> dict[str, Any]:
         if not isinstance(batch, MultiAgentBatch):
             raise TypeError(f"learner group expects a MultiAgentBatch, got {type(batch).__name__}")
         wanted = [p for p in self.policy_ids() if p not in self._frozen] if policy_ids is None else list(policy_ids)
@@ -451,7 +457,7 @@ class LearnerGroup:
             merged.update(result or {})
         return merged
 
-    def _per_learner(self, method: str, per_policy: Mapping[str, Any], pass_ids: bool = False) -> dict[str, Any]:
+    def _per_learner(self, method: Callable[..., Any], per_policy: Mapping[str, Any], pass_ids: bool = False) -> dict[str, Any]:
         split: dict[int, dict[str, Any]] = {}
         for pid, value in per_policy.items():
             split.setdefault(self._index(pid), {})[pid] = value

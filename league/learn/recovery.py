@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from league.checkpoint import CheckpointError, find_checkpoint, read_checkpoint
-from league.runtime.actors import is_actor_death, is_ray_actor, resolve, share, submit
-from league.runtime.faces import LearnerHandle, SamplerHandle
+from league.runtime.actors import Pending, is_actor_death, is_ray_actor, provides, resolve, share, submit
+from league.runtime.faces import RestartsEpisodes, SamplerFace, SamplerHandle
 
 if TYPE_CHECKING:
     import numpy as np
@@ -37,8 +37,8 @@ class ReplaceableLearners(Protocol):
         """Start a learner in place of actor ``index``, holding the policies of ``states``."""
         ...
 
-    def get_weights(self, policy_ids: Sequence[str]) -> dict[str, dict[str, np.ndarray]]:
-        """The weights of ``policy_ids``."""
+    def get_weights(self, policy_ids: list[str] | None = None) -> dict[str, dict[str, np.ndarray]]:
+        """The weights of ``policy_ids`` (all: None)."""
         ...
 
 __all__ = [
@@ -78,7 +78,7 @@ class LearnerDied(RuntimeError):
 
 def gather(
     pending: Sequence[Any],
-    learners: Sequence[LearnerHandle] | Mapping[int, LearnerHandle],
+    learners: Sequence[object] | Mapping[int, object],
     indices: Sequence[int],
     policies_of: Callable[[int], list[str]],
 ) -> list[Any]:
@@ -115,8 +115,8 @@ def gather(
             else:
                 other = other or err
     if death is not None:
-        index, err = death
-        raise LearnerDied(index, policies_of(index), err) from err
+        index, cause = death
+        raise LearnerDied(index, policies_of(index), cause) from cause
     assert other is not None  # ray.get of the whole list raised, so some call failed
     raise other
 
@@ -133,7 +133,7 @@ def check_states(index: int, policy_ids: Sequence[str], states: Mapping[str, byt
             raise TypeError(f"state of policy '{pid}' must be bytes (Learner.get_state), got {type(states[pid]).__name__}")
 
 
-def kill_learner(learner: LearnerHandle) -> None:
+def kill_learner(learner: object) -> None:
     """End a learner actor for good (no restart), freeing its resources; a local learner is left alone."""
     if is_ray_actor(learner):
         import ray
@@ -182,12 +182,13 @@ def restore_dead_learner(
     group.replace_learner(died.learner_index, states)
     weights = group.get_weights(died.policy_ids)
     shared = share(weights, samplers)
-    calls, targets = [], []
+    calls: list[Pending[None]] = []
+    targets: list[object] = []
     for sampler in samplers:
-        calls.append(submit(sampler, "set_weights", shared))
+        calls.append(submit(sampler, SamplerFace.set_weights, shared))
         targets.append(sampler)
-        if hasattr(sampler, "restart_episodes"):
-            calls.append(submit(sampler, "restart_episodes"))
+        if provides(sampler, RestartsEpisodes.restart_episodes):
+            calls.append(submit(sampler, RestartsEpisodes.restart_episodes))
             targets.append(sampler)
     resolve(calls, targets)
     return weights

@@ -116,7 +116,8 @@ class StackedModels:
     def __init__(self, models: Sequence[nn.Module], optimizers: Sequence[torch.optim.Optimizer] | None = None) -> None:
         if not models:
             raise ValueError("StackedModels needs at least one model")
-        signatures = {stack_signature(m, o) for m, o in zip(models, optimizers or [None] * len(models))}
+        member_optimizers: Sequence[torch.optim.Optimizer | None] = optimizers or [None] * len(models)
+        signatures = {stack_signature(m, o) for m, o in zip(models, member_optimizers)}
         if len(signatures) != 1 or None in signatures:
             raise ValueError("StackedModels needs models of one structure with plain Adam optimisers (see stack_signature)")
         self.models = list(models)
@@ -171,7 +172,7 @@ class StackedModels:
     @torch.no_grad()
     def clip_grad_norm_(self, max_norm: float) -> torch.Tensor:
         """Per-member ``clip_grad_norm_`` (as ``torch.nn.utils``); returns the ``[K]`` norms before clipping."""
-        grad = self.flat.grad
+        grad = self._grad()
         norms = grad.norm(dim=1)
         grad.mul_(torch.clamp(max_norm / (norms + 1e-6), max=1.0).unsqueeze(1))
         return norms
@@ -180,7 +181,13 @@ class StackedModels:
         """One Adam step per member with each member's own lr, betas, eps and step count."""
         if self._adam is None:
             raise ValueError("StackedModels was built without optimizers; adam_step needs them")
-        self._adam.step(self.flat.data, self.flat.grad)
+        self._adam.step(self.flat.data, self._grad())
+
+    def _grad(self) -> torch.Tensor:
+        grad = self.flat.grad
+        if grad is None:
+            raise ValueError("StackedModels has no gradient yet: run backward on a loss of map()'s output first")
+        return grad
 
     @torch.no_grad()
     def write_back(self) -> None:
@@ -198,15 +205,14 @@ class StackedModels:
                     dst.append(own[n])
                     src.append(stacked[k])
         _copy_all(dst, src)
-        if self._adam is not None:
-            self._write_optimizer_state()
+        if self._adam is not None and self._optimizers is not None:
+            self._write_optimizer_state(self._adam, self._optimizers)
 
-    def _write_optimizer_state(self) -> None:
-        adam = self._adam
+    def _write_optimizer_state(self, adam: _StackedAdam, optimizers: list[torch.optim.Optimizer]) -> None:
         dst: list[torch.Tensor] = []
         src: list[torch.Tensor] = []
         steps = adam.step_count.squeeze(1).tolist()  # one device sync, not one per member
-        for opt, member, step, m_k, v_k in zip(self._optimizers, self._member_params, steps, adam.exp_avg, adam.exp_avg_sq):
+        for opt, member, step, m_k, v_k in zip(optimizers, self._member_params, steps, adam.exp_avg, adam.exp_avg_sq):
             for p, m, v in zip(member, torch.split(m_k, self._sizes), torch.split(v_k, self._sizes)):
                 state = opt.state[p]
                 if not state:

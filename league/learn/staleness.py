@@ -35,7 +35,7 @@ from league.batch import MultiAgentBatch, SampleBatch
 from league.sampling.versioning import WEIGHTS_VERSION
 
 if TYPE_CHECKING:
-    from league.runtime.faces import LearnerHandle
+    from league.runtime.faces import Grads, LearnerHandle, Stats
 
 __all__ = ["FreshRows", "select_fresh_rows", "FreshRowsLearner", "FRESHNESS_STATS"]
 
@@ -96,27 +96,28 @@ class FreshRowsLearner:
     """
 
     def __init__(self, learner: LearnerHandle | FreshRowsLearner) -> None:
-        if isinstance(learner, FreshRowsLearner):
-            learner = learner.learner
-        self.learner = learner
+        self.learner: LearnerHandle = learner.learner if isinstance(learner, FreshRowsLearner) else learner
 
-    def learn_on_batch(self, batch: MultiAgentBatch, policy_ids: list[str] | None = None, **kwargs: Any) -> dict[str, dict[str, float]]:
+    def learn_on_batch(self, batch: MultiAgentBatch, policy_ids: list[str] | None = None, **kwargs: Any) -> Stats:
         """The learner's update on the fresh rows of ``batch``."""
         from league.runtime.actors import call
+        from league.runtime.faces import LearnerFace
 
-        return call(self.learner, "learn_on_batch", batch, policy_ids, drop_stale_rows=True, **kwargs)
+        return call(self.learner, LearnerFace.learn_on_batch, batch, policy_ids, drop_stale_rows=True, **kwargs)
 
-    def compute_gradients(self, batch: MultiAgentBatch, policy_ids: list[str] | None = None) -> Any:
+    def compute_gradients(self, batch: MultiAgentBatch, policy_ids: list[str] | None = None) -> Grads:
         """The learner's gradients on the fresh rows of ``batch``."""
         from league.runtime.actors import call
+        from league.runtime.faces import LearnerFace
 
-        return call(self.learner, "compute_gradients", batch, policy_ids, drop_stale_rows=True)
+        return call(self.learner, LearnerFace.compute_gradients, batch, policy_ids, drop_stale_rows=True)
 
-    def apply_gradients(self, grads: Any) -> Any:
+    def apply_gradients(self, grads: Grads) -> Stats | None:
         """Passed to the learner unchanged."""
         from league.runtime.actors import call
+        from league.runtime.faces import LearnerFace
 
-        return call(self.learner, "apply_gradients", grads)
+        return call(self.learner, LearnerFace.apply_gradients, grads)
 
     def __repr__(self) -> str:
         return f"FreshRowsLearner({self.learner!r})"

@@ -26,7 +26,7 @@ from league.learn import Learner, LearnerGroup
 from league.leagues import TrainingLeague
 from league.policy import RandomPolicyFactory
 from league.resume import sampler_seed
-from league.runtime.faces import LearnerHandle, PlanFace, SamplerHandle
+from league.runtime.faces import LearnerFace, LearnerHandle, PlanFace, SamplerFace, SamplerHandle
 from league.sampling import Sampler, make_remote_samplers
 
 __all__ = [
@@ -183,14 +183,14 @@ def make_samplers(cfg: RunConfig, iteration: int, algorithms: Mapping[str, Algor
     )
     seed = sampler_seed(cfg.seed, iteration)
     if s.remote:
-        return make_remote_samplers(s.num_samplers, num_cpus=s.num_cpus, seed=seed, **kwargs)
+        return list(make_remote_samplers(s.num_samplers, num_cpus=s.num_cpus, seed=seed, **kwargs))
     # In the driver, samplers must leave the process's torch thread count alone.
     return [Sampler(seed=seed, worker_index=i, torch_threads=torch.get_num_threads(), **kwargs) for i in range(s.num_samplers)]
 
 
 def load_samplers(
     samplers: Sequence[SamplerHandle],
-    learner: LearnerHandle,
+    learner: LearnerFace,
     league: TrainingLeague,
     initial_states: Mapping[str, bytes],
     on_restart: Callable[[SamplerHandle], list[Any]],
@@ -200,10 +200,10 @@ def load_samplers(
     weights = learner.get_weights(league.learning)
     weights.update(league.frozen_weights())
     shared = share(weights, samplers)
-    resolve([submit(s, "set_weights", shared) for s in samplers], samplers)
+    resolve([submit(s, SamplerFace.set_weights, shared) for s in samplers], samplers)
     league.bind(samplers, initial_states)
     if len(samplers) > 1:  # each sampler its own matchup source (a batch is consumed once)
-        resolve([submit(s, "set_matchups", league.matchups()) for s in samplers], samplers)
+        resolve([submit(s, SamplerFace.set_matchups, league.matchups()) for s in samplers], samplers)
     for s in samplers:
         if is_ray_actor(s):  # a restarted sampler re-runs __init__: it lost snapshots and matchups
             on_sampler_restart(s, on_restart)
@@ -220,11 +220,14 @@ def sampling_mode(cfg: RunConfig, algorithms: Mapping[str, Algorithm]) -> str:
 
 def build_plan(cfg: RunConfig, samplers: Sequence[SamplerHandle], learner: LearnerHandle, algorithms: Mapping[str, Algorithm]) -> PlanFace:
     """The run's plan: rollouts from ``samplers`` through every policy's algorithm fragment."""
-    from league.flow import ParallelRollouts
+    from league.flow import LocalIterator, ParallelRollouts
 
     s = cfg.sampler
+    rollouts = ParallelRollouts(list(samplers), mode=sampling_mode(cfg, algorithms))
+    if not isinstance(rollouts, LocalIterator):  # only mode="raw" gives a ParallelIterator
+        raise ValueError(f"sampler.mode {s.mode!r} makes no plan")
     return build_multi_policy_plan(
-        ParallelRollouts(list(samplers), mode=sampling_mode(cfg, algorithms)),
+        rollouts,
         learner,
         list(samplers),
         algorithms,

@@ -15,8 +15,8 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from league.runtime.actors import is_ray_actor, resolve, resolve_lenient, submit
-from league.runtime.faces import SamplerHandle
+from league.runtime.actors import Pending, is_ray_actor, resolve, resolve_lenient, submit
+from league.runtime.faces import SamplerFace, SamplerHandle
 from league.leagues import TrainingLeague
 from league.sampling import MatchupBatch, MatchupSource, OpponentSampling
 
@@ -61,7 +61,7 @@ def win_rate(samplers: Sequence[SamplerHandle], policy_id: str, opponent: str, e
     :meth:`~league.leagues.TrainingLeague.evaluation_source` (default: a random seat)."""
     per = max(1, episodes // len(samplers))
     matchups = matchups or OpponentSampling(policy_id, {opponent: 1.0})
-    results = resolve([submit(s, "evaluate", per, matchups) for s in samplers], list(samplers))
+    results = resolve([submit(s, SamplerFace.evaluate, per, matchups) for s in samplers], list(samplers))
     return wins_of(policy_id, [e for eps in results for e in eps])
 
 
@@ -71,7 +71,7 @@ class EpisodeFeed:
     def __init__(self) -> None:
         self.lost_sampler_calls = 0  # bookkeeping calls to samplers that died mid-call
         self._quiet_iterations = 0  # iterations in a row without a finished episode
-        self._pending: list[Any] = []
+        self._pending: list[Pending[list[dict[str, Any]]]] = []
         self._flushed: list[dict[str, Any]] = []  # recorded at a checkpoint, reported with the next row
 
     def next(self, samplers: Sequence[SamplerHandle], league: TrainingLeague) -> list[dict[str, Any]]:
@@ -88,7 +88,7 @@ class EpisodeFeed:
             )
         league.record(fresh)
         out, self._flushed = self._flushed + fresh, []
-        self._pending = [submit(s, "pop_episode_stats") for s in samplers]
+        self._pending = [submit(s, SamplerFace.pop_episode_stats) for s in samplers]
         return out
 
     def flush(self, samplers: Sequence[SamplerHandle], league: TrainingLeague) -> None:
@@ -132,7 +132,8 @@ class EvaluationRounds:
         self.medians: dict[str, float] = {}
         self.best_win_rate: float | None = None
         self.lost_sampler_calls = 0
-        self._pending: list[tuple[str | None, list[tuple[SamplerHandle, Any]]]] = []  # (policy, or None: league games; calls)
+        # (policy, or None: league games; calls)
+        self._pending: list[tuple[str | None, list[tuple[SamplerHandle, Pending[list[dict[str, Any]]]]]]] = []
 
     @property
     def running(self) -> bool:
@@ -146,18 +147,22 @@ class EvaluationRounds:
         games against the opponent end after that many env steps (split evenly too), the same
         way; the league's scheduled games keep their episode counts."""
         per = max(1, self.episodes // len(samplers))
-        steps = {"max_env_steps": max(1, self.env_steps // len(samplers))} if self.env_steps else {}
+        steps = max(1, self.env_steps // len(samplers)) if self.env_steps else None
         games = league.evaluation_matchups()
         # The calls a sampler plays one after the other share the time; in-process samplers
         # run one after the other too.
         turns = (len(league.learning) + bool(games)) * (1 if any(is_ray_actor(s) for s in samplers) else len(samplers))
-        limit = {} if time_limit_s is None else {"time_limit_s": max(0.0, time_limit_s) / turns}
+        limit = None if time_limit_s is None else max(0.0, time_limit_s) / turns
         for pid in league.learning:
             matchups = league.evaluation_source(pid, self.opponent)
-            self._pending.append((pid, [(s, submit(s, "evaluate", per, matchups, **limit, **steps)) for s in samplers]))
+            self._pending.append((pid, [
+                (s, submit(s, SamplerFace.evaluate, per, matchups, time_limit_s=limit, max_env_steps=steps)) for s in samplers
+            ]))
         if games:  # the league's own games, split between samplers
             shares = [games[i :: len(samplers)] for i in range(len(samplers))]
-            calls = [(s, submit(s, "evaluate", len(m), MatchupBatch(m), **limit)) for s, m in zip(samplers, shares) if m]
+            calls = [
+                (s, submit(s, SamplerFace.evaluate, len(m), MatchupBatch(m), time_limit_s=limit)) for s, m in zip(samplers, shares) if m
+            ]
             self._pending.append((None, calls))
 
     def collect(self, league: TrainingLeague, block: bool) -> None:
@@ -180,7 +185,7 @@ class EvaluationRounds:
             elif episodes:  # every sampler of this evaluation lost: no result, not a 0
                 self.win_rates[pid] = wins_of(pid, episodes)
                 mean, median = mean_return_of(pid, episodes), median_return_of(pid, episodes)
-                if mean is not None:
+                if mean is not None and median is not None:  # both None without a seat
                     self.returns[pid] = round(mean, 5)
                     self.medians[pid] = round(median, 5)
         self._pending = []

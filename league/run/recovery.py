@@ -40,6 +40,7 @@ def recover_learner(
     if on_failure == "stop" or restores_so_far >= MAX_LEARNER_RESTORES:
         why = "learner.on_failure is 'stop'" if on_failure == "stop" else f"{MAX_LEARNER_RESTORES} restores already"
         raise RuntimeError(f"{died} ({why}); the last checkpoint is in {checkpoint_root}") from err
+    source: Path | str
     try:
         states, source = states_from_checkpoint(checkpoint_root, died.policy_ids)
     except CheckpointError:

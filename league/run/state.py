@@ -18,10 +18,12 @@ import torch
 
 from league.config import RunConfig
 from league.flow.metrics import NUM_ENV_STEPS_SAMPLED
+from league.learn import Learner, LearnerGroup
 from league.learn.algorithm import Algorithm
 from league.learn.recovery import LearnerDied
 from league.leagues import TrainingLeague, make_league
 from league.leagues.builder import learning_policy_ids
+from league.leagues.selfplay import SelfPlayLeague
 from league.population.payoff import PayoffTable
 from league.population.selfplay import SelfPlayPool
 from league.resume import driver_rng_state, load_resume_checkpoint, restore_league, restore_learner, set_driver_rng_state
@@ -32,7 +34,7 @@ from league.run.records import RunClock
 from league.run.recovery import recover_learner
 from league.runtime import start_ray
 from league.runtime.actors import is_ray_actor
-from league.runtime.faces import LearnerHandle, PlanFace, SamplerHandle
+from league.runtime.faces import LearnerFace, PlanFace, SamplerHandle
 
 __all__ = ["Run", "RunPart", "build_run", "close_samplers"]
 
@@ -48,7 +50,7 @@ class Run:
     learning: list[str]  # the learning policies' ids
     algorithms: dict[str, Algorithm]
     league: TrainingLeague
-    learner: LearnerHandle
+    learner: Learner | LearnerGroup  # in the driver; a group's learners may be Ray actors
     samplers: list[SamplerHandle]
     plan: PlanFace
     episodes: EpisodeFeed  # training episodes on their way to the league
@@ -66,7 +68,7 @@ class Run:
     @property
     def pool(self) -> SelfPlayPool | None:
         """The self-play pool of a ``selfplay`` league, else None."""
-        return getattr(self.league, "pool", None)
+        return self.league.pool if isinstance(self.league, SelfPlayLeague) else None
 
     @property
     def payoff(self) -> PayoffTable:
@@ -131,8 +133,11 @@ class Run:
         """A learner actor died: restore its policies (:func:`~league.run.recovery.recover_learner`:
         from the latest checkpoint under ``checkpoint_root``, else the resumed one, else the run's
         start) and rebuild the plan (requests in flight were made with the lost weights), or raise."""
+        learner = self.learner
+        if not isinstance(learner, LearnerGroup):  # an in-process learner dies with the driver
+            raise RuntimeError(f"{died}, but this run's learner is not a learner group: nothing to restore") from err
         recover_learner(
-            died, err, learner=self.learner, samplers=self.samplers, on_failure=self.cfg.learner.on_failure,
+            died, err, learner=learner, samplers=self.samplers, on_failure=self.cfg.learner.on_failure,
             restores_so_far=self.learner_restores, checkpoint_root=checkpoint_root,
             fallback_states=self.fallback_states, fallback_source=str(self.resumed_from or "the run's start"),
         )  # fmt: skip
@@ -143,8 +148,7 @@ class Run:
         """Stop the sampler and learner actors and the league's (Ray itself is left to the caller)."""
         close_samplers(self.samplers)
         self.samplers = []
-        if hasattr(self.learner, "close"):
-            self.learner.close()
+        self.learner.close()
         self.league.close()
 
 
@@ -180,7 +184,7 @@ def build_run(cfg: RunConfig, clock: RunClock) -> Run:
         start_ray(cfg.ray)
         build.check_ray_resources(cfg)
     league = make_league(cfg, algorithms, spec, agents, remote=cfg.sampler.remote)
-    learner: LearnerHandle | None = None
+    learner: Learner | LearnerGroup | None = None
     samplers: list[SamplerHandle] = []
     try:
         evaluation = EvaluationRounds(build.EVAL_OPPONENT, cfg.eval.episodes, cfg.eval.env_steps)
@@ -202,7 +206,7 @@ def build_run(cfg: RunConfig, clock: RunClock) -> Run:
         plan = _plan(cfg, samplers, learner, algorithms, counters)
     except BaseException:
         close_samplers(samplers)
-        if learner is not None and hasattr(learner, "close"):
+        if learner is not None:
             learner.close()
         league.close()
         raise
@@ -227,7 +231,7 @@ def close_samplers(samplers: list[SamplerHandle]) -> None:
 
 
 def _samplers(
-    cfg: RunConfig, iteration: int, algorithms: dict[str, Algorithm], league: TrainingLeague, learner: LearnerHandle, initial_states: dict[str, bytes]
+    cfg: RunConfig, iteration: int, algorithms: dict[str, Algorithm], league: TrainingLeague, learner: LearnerFace, initial_states: dict[str, bytes]
 ) -> list[SamplerHandle]:
     samplers = build.make_samplers(cfg, iteration, algorithms, league)
     build.load_samplers(samplers, learner, league, initial_states, league.restore_on)
@@ -235,7 +239,7 @@ def _samplers(
 
 
 def _plan(
-    cfg: RunConfig, samplers: list[SamplerHandle], learner: LearnerHandle, algorithms: dict[str, Algorithm], counters: dict[str, int]
+    cfg: RunConfig, samplers: list[SamplerHandle], learner: LearnerFace, algorithms: dict[str, Algorithm], counters: dict[str, int]
 ) -> PlanFace:
     plan = build.build_plan(cfg, samplers, learner, algorithms)
     plan.metrics.counters.update(counters)

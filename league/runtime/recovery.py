@@ -37,7 +37,8 @@ import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from league.runtime.actors import is_ray_actor
+from league.runtime.actors import is_ray_actor, provides, submit
+from league.runtime.faces import HasIncarnation, RestartsEpisodes, SamplerFace
 
 if TYPE_CHECKING:
     from ray.actor import ActorHandle
@@ -56,7 +57,7 @@ class SamplerDiedError(RuntimeError):
     """A sampler actor is gone for good: Ray will not restart it, or it keeps dying."""
 
 
-def on_sampler_restart(sampler: ActorHandle, hook: RestartHook) -> None:
+def on_sampler_restart(sampler: ActorHandle[Any], hook: RestartHook) -> None:
     """Run ``hook(sampler)`` whenever a ``ParallelRollouts`` source finds ``sampler`` restarted.
 
     The hook re-sends what the restart lost (weights, added policies, matchups) and
@@ -90,11 +91,11 @@ def _run_hooks(sampler: Any) -> list[Any]:
 class _Life:
     """What the driver knows about one sampler actor's current process."""
 
-    def __init__(self, actor: Any, index: int) -> None:
+    def __init__(self, actor: ActorHandle[Any], index: int) -> None:
         self.actor = actor
         self.index = index
-        self.has_incarnation = hasattr(actor, "incarnation")
-        self.can_restart_episodes = hasattr(actor, "restart_episodes")
+        self.has_incarnation = provides(actor, HasIncarnation.incarnation)
+        self.can_restart_episodes = provides(actor, RestartsEpisodes.restart_episodes)
         self.trusted: str | None = None  # incarnation id whose state the plan set (or first saw)
         self.generation = 0  # bumped at each restart noticed
         self.restore: tuple[list[Any], Any] | None = None  # (hook refs, incarnation ref) of this generation
@@ -118,7 +119,7 @@ class _Request(NamedTuple):
 class RestartingSamplers:
     """``sample()`` requests to Ray sampler actors that survive their restarts (module doc)."""
 
-    def __init__(self, samplers: Sequence[ActorHandle], restart_timeout_s: float = 300.0) -> None:
+    def __init__(self, samplers: Sequence[ActorHandle[Any]], restart_timeout_s: float = 300.0) -> None:
         if isinstance(restart_timeout_s, bool) or not isinstance(restart_timeout_s, (int, float)) or not restart_timeout_s > 0:
             raise ValueError(f"restart_timeout_s must be a number > 0, got {restart_timeout_s!r}")
         self.lives = [_Life(actor, i) for i, actor in enumerate(samplers)]
@@ -131,11 +132,11 @@ class RestartingSamplers:
         if life.needs_restore:
             refs = _run_hooks(life.actor)
             if life.can_restart_episodes:
-                refs.append(life.actor.restart_episodes.remote())
-            life.restore = (refs, life.actor.incarnation.remote() if life.has_incarnation else None)
+                refs.append(submit(life.actor, RestartsEpisodes.restart_episodes))
+            life.restore = (refs, submit(life.actor, HasIncarnation.incarnation) if life.has_incarnation else None)
             life.needs_restore = False
-        sample = life.actor.sample.remote()
-        check = life.actor.incarnation.remote() if life.has_incarnation else None
+        sample = submit(life.actor, SamplerFace.sample)
+        check = submit(life.actor, HasIncarnation.incarnation) if life.has_incarnation else None
         return _Request(life, life.generation, life.trusted, life.restore, sample, check)
 
     def collect(self, req: _Request) -> Any:
