@@ -1,18 +1,39 @@
-"""Checking plain config values against a dataclass's field types, before construction.
+"""Checking plain config values against a dataclass's field types, before construction;
+and asking an object for an optional method in a way the type checker follows.
 
 Configs arrive as plain dicts (from YAML or the command line). A value of the wrong type
 (``num_envs: "4"``, ``lr: "fast"``) must fail with a message naming its key, not later as a
 bare comparison ``TypeError``.
+
+Optional hooks (a model's ``value_scale``, a policy's ``action_probabilities``) are declared
+as methods of a small Protocol; :func:`has_method` asks an object for one and narrows it to
+that Protocol (``if has_method(model, ScaledValues.value_scale): model.value_scale()``).
 """
 
 from __future__ import annotations
 
 import types
 import typing
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Concatenate, ParamSpec, TypeGuard, TypeVar
 
-__all__ = ["check_field_types"]
+__all__ = ["check_field_types", "has_method"]
+
+T = TypeVar("T")
+P = ParamSpec("P")
+
+
+def has_method(obj: object, method: Callable[Concatenate[T, P], Any]) -> TypeGuard[T]:
+    """Whether ``obj`` has the optional method that ``method`` references on its Protocol
+    (``has_method(model, ScaledValues.value_scale)``); narrows ``obj`` to that Protocol.
+
+    Asks with ``hasattr``, so attributes a wrapper forwards through ``__getattr__`` count
+    (unlike ``isinstance`` on a runtime-checkable Protocol, which from Python 3.12 on looks
+    attributes up statically)."""
+    name = getattr(method, "__name__", None)
+    if not isinstance(name, str):
+        raise TypeError(f"expected a method reference such as ScaledValues.value_scale, got {method!r}")
+    return hasattr(obj, name)
 
 
 def _matches(value: Any, hint: Any) -> bool:

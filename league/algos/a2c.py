@@ -110,7 +110,7 @@ class A2C(GAEActorCritic):
     def learn(self, state: PolicyState, batch: SampleBatch) -> dict[str, float]:
         """One gradient step on the whole batch."""
         stats = self._backward(state, batch)
-        state.optimizer.step()
+        state.trainable_optimizer.step()
         return stats
 
     def compute_gradients(self, state: PolicyState, batch: SampleBatch) -> tuple[list[np.ndarray], dict[str, float]]:

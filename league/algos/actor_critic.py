@@ -22,12 +22,13 @@ from torch import nn
 
 from league.learn.algorithm import Algorithm, add_version_buffer
 from league.algos.distributions import SQUASHES, ActionDist, action_dist
-from league.algos.models import build_model, update_normalizers
+from league.algos.models import ScaledValues, build_model, update_normalizers
 from league.algos.postprocessing import compute_gae, segment_gae
 from league.algos.torch_policy import ActorCriticPolicy
 from league.batch import Columns as C
 from league.batch import SampleBatch
 from league.policy import Policy
+from league.typecheck import has_method
 
 __all__ = ["ActorCriticOptions", "ActorCriticAlgorithm", "GAEActorCritic", "VALUE_SCALE", "value_error"]
 
@@ -97,7 +98,7 @@ class ActorCriticAlgorithm(Algorithm):
         """Learner side, before an update: merge the batch's observations and value targets into
         the model's running statistics, then add the :data:`VALUE_SCALE` column the loss divides by."""
         update_normalizers(model, t[C.OBS], t.get(C.VALUE_TARGETS))
-        scale = model.value_scale() if hasattr(model, "value_scale") else 1.0
+        scale = model.value_scale() if has_method(model, ScaledValues.value_scale) else 1.0
         t[VALUE_SCALE] = torch.full((len(t[C.OBS]),), scale, device=t[C.OBS].device)
 
 

@@ -23,10 +23,16 @@ so the losses read the same for discrete and continuous actions.
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Mapping
+import operator
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 import torch
+
+if TYPE_CHECKING:
+    from league.envs.base import AgentSpec
 
 __all__ = [
     "MASKED_LOGIT", "masked_logits", "masked_log_probs", "log_prob", "entropy",
@@ -57,6 +63,12 @@ def masked_log_probs(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 def log_prob(log_probs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
     """``[B]`` log-probability of each row's action (``actions``: ``[B]``, any integer or float dtype)."""
     return log_probs.gather(1, actions.long().unsqueeze(1)).squeeze(1)
+
+
+def _total(terms: Iterable[torch.Tensor]) -> torch.Tensor:
+    """``t0 + t1 + ...`` of one or more tensors (``sum()`` without its ``0`` start)."""
+    total: torch.Tensor = functools.reduce(operator.add, terms)
+    return total
 
 
 def entropy(log_probs: torch.Tensor) -> torch.Tensor:
@@ -185,8 +197,8 @@ class MultiCategorical:
         """``[B]`` summed log-probability of each row's action vector, and ``[B]`` summed entropy."""
         parts = self._parts(inputs, batch["action_mask"])
         actions = batch["actions"].long()
-        logp = sum(log_prob(lp, actions[:, k]) for k, lp in enumerate(parts))
-        return logp, sum(entropy(lp) for lp in parts)
+        logp = _total(log_prob(lp, actions[:, k]) for k, lp in enumerate(parts))
+        return logp, _total(entropy(lp) for lp in parts)
 
     def sample(
         self, inputs: torch.Tensor, mask: torch.Tensor, generator: torch.Generator, explore: bool
@@ -194,19 +206,19 @@ class MultiCategorical:
         """``actions`` ``[B, K]`` (each component sampled among its legal choices, or argmax) and ``action_logp``."""
         one = Categorical()
         outs = [one.sample(x, m, generator, explore) for x, m in zip(inputs.split(self.nvec, -1), mask.split(self.nvec, -1))]
-        return {"actions": torch.stack([o["actions"] for o in outs], -1), "action_logp": sum(o["action_logp"] for o in outs)}
+        return {"actions": torch.stack([o["actions"] for o in outs], -1), "action_logp": _total(o["action_logp"] for o in outs)}
 
 
 #: Any of the distributions (they share ``columns``, ``logp_entropy`` and ``sample``).
 ActionDist = Categorical | DiagGaussian | MultiCategorical
 
 
-def action_dist(spec: object, squash: str = "clip") -> ActionDist:
+def action_dist(spec: AgentSpec, squash: str = "clip") -> ActionDist:
     """:class:`DiagGaussian` for an agent spec with a Box action space (``spec.action_low`` set),
     :class:`MultiCategorical` for a MultiDiscrete one (``spec.action_nvec``), else :class:`Categorical`."""
-    if getattr(spec, "action_nvec", None) is not None:
+    if spec.action_nvec is not None:
         return MultiCategorical(tuple(spec.action_nvec))
-    low = getattr(spec, "action_low", None)
-    if low is None:
+    low, high = spec.action_low, spec.action_high
+    if low is None or high is None:
         return Categorical()
-    return DiagGaussian(tuple(low), tuple(spec.action_high), squash)
+    return DiagGaussian(tuple(low), tuple(high), squash)

@@ -157,7 +157,7 @@ class DQN(ReplayAlgorithm):
         when the batch carries importance ``weights``; see the module docstring.
         """
         cfg = self.config
-        model, optimizer = state.model, state.optimizer
+        model, optimizer = state.model, state.trainable_optimizer
         device = next(model.parameters()).device
         names = [C.OBS, C.ACTIONS, N_STEP_RETURNS, DISCOUNTS, C.NEXT_OBS, NEXT_ACTION_MASK]
         prioritized = C.WEIGHTS in batch

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Protocol
 
 import torch
 import torch.distributed as dist
@@ -31,8 +32,25 @@ from torch import nn
 from league.algos.activations import Tanh
 from league.algos.seams import INPUT_FEATURES, InputFeatures
 from league.algos.wrapping import ModelWrapper
+from league.typecheck import has_method
 
-__all__ = ["MLPModel", "ConvModel", "NatureCNNModel", "build_model", "input_features", "resolve_model_kind", "MIN_IMAGE_SIDE", "RunningMeanStd", "PopArtValue", "ActorCriticModel"]
+__all__ = ["MLPModel", "ConvModel", "NatureCNNModel", "build_model", "input_features", "resolve_model_kind", "MIN_IMAGE_SIDE", "RunningMeanStd", "PopArtValue", "ActorCriticModel", "ScaledValues", "HasInputFeatures"]
+
+
+class ScaledValues(Protocol):
+    """Optional model hook (:class:`ActorCriticModel` has it): the unit value errors are measured in."""
+
+    def value_scale(self) -> float:
+        """What value errors are divided by in the loss."""
+        ...
+
+
+class HasInputFeatures(Protocol):
+    """Optional model hook (:class:`InputFeaturesModel` has it): fixed features computed from raw observations."""
+
+    def input_features(self, obs: torch.Tensor) -> torch.Tensor:
+        """The observations as the trainable layers read them (features appended)."""
+        ...
 
 
 def _init(layer: nn.Module, gain: float) -> nn.Module:
@@ -40,12 +58,18 @@ def _init(layer: nn.Module, gain: float) -> nn.Module:
     # that keeps early policies near-uniform (Engstrom et al. 2020; CleanRL).
     if isinstance(layer, (nn.Linear, nn.Conv2d)):
         nn.init.orthogonal_(layer.weight, gain)
-        nn.init.zeros_(layer.bias)
+        if layer.bias is not None:
+            nn.init.zeros_(layer.bias)
     return layer
 
 
 class RunningMeanStd(nn.Module):
     """Running mean and variance of a stream of ``[N, *shape]`` batches (parallel merge, as buffers)."""
+
+    # The buffers registered in __init__, declared for the type checker.
+    mean: torch.Tensor
+    var: torch.Tensor
+    count: torch.Tensor
 
     def __init__(self, shape: Sequence[int] = (), clip: float = 10.0, eps: float = 1e-8) -> None:
         super().__init__()
@@ -207,6 +231,8 @@ class ConvModel(ActorCriticModel):
             kernel_size = min(kernel_size, int(obs_shape[0]), int(obs_shape[1]))
         geometry = (kernel_size, kernel_size // 2 if padding is None else padding)
         self.convs, self.fc = self._tower(obs_shape, channels, hidden, geometry)
+        self.vf_convs: nn.Sequential | None
+        self.vf_fc: nn.Sequential | None
         self.vf_convs, self.vf_fc = self._tower(obs_shape, channels, hidden, geometry) if separate_networks else (None, None)
         self.pi = _init(nn.Linear(hidden, num_actions), 0.01)
         self.vf = _init(nn.Linear(hidden, 1), 1.0)
@@ -229,7 +255,7 @@ class ConvModel(ActorCriticModel):
         """Policy output ``[B, A]`` and value ``[B]``."""
         x = channels_first(obs)
         z = self.fc(self.convs(x))
-        zv = z if self.vf_convs is None else self.vf_fc(self.vf_convs(x))
+        zv = z if self.vf_convs is None or self.vf_fc is None else self.vf_fc(self.vf_convs(x))
         return self.pi(z), self.vf(zv).squeeze(-1)
 
 
@@ -378,8 +404,7 @@ def input_features(model: nn.Module, obs: torch.Tensor) -> torch.Tensor:
     """What ``model`` computes from ``obs`` before its trainable layers, where it says
     (``input_features``: :class:`InputFeaturesModel`'s), else ``obs``; ``model`` takes either.
     Learners read it once per batch instead of once per minibatch and epoch."""
-    features = getattr(model, "input_features", None)
-    return obs if features is None else features(obs)
+    return model.input_features(obs) if has_method(model, HasInputFeatures.input_features) else obs
 
 
 def resolve_model_kind(kind: str, obs_shape: Sequence[int]) -> str:

@@ -192,7 +192,7 @@ class PPO(GAEActorCritic):
         cfg = self.config
         if cfg.lr_anneal_updates:
             lr = LinearSchedule(cfg.lr, cfg.lr_final, cfg.lr_anneal_updates)(state.num_updates)
-            for group in state.optimizer.param_groups:
+            for group in state.trainable_optimizer.param_groups:
                 group["lr"] = lr
 
     def stack_key(self) -> Hashable | None:

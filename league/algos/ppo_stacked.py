@@ -48,7 +48,7 @@ def stacked_minibatch_sgd(
     n_rows = len(batches[0])
     if any(len(b) != n_rows for b in batches):
         raise ValueError(f"stacked {name} needs equally long batches, got {[len(b) for b in batches]}")
-    stack = StackedModels([s.model for s in states], [s.optimizer for s in states])
+    stack = StackedModels([s.model for s in states], [s.trainable_optimizer for s in states])
     device = stack.flat.device
     t = stack_columns(batches, columns, device)
     members = torch.arange(len(states), device=device).unsqueeze(1)

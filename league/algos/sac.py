@@ -119,6 +119,14 @@ class SACModel(nn.Module):
         return self.q1(x).squeeze(-1), self.q2(x).squeeze(-1)
 
 
+def _sac_model(model: nn.Module) -> SACModel:
+    """``model`` as the :class:`SACModel` it is (learners hand an algorithm the models its
+    ``make_model`` built, and their target copies)."""
+    if not isinstance(model, SACModel):
+        raise TypeError(f"sac expects the SACModel its make_model built, got {type(model).__name__}")
+    return model
+
+
 class SAC(ReplayAlgorithm):
     """Soft actor-critic for Box action spaces (see the module docstring)."""
 
@@ -127,9 +135,10 @@ class SAC(ReplayAlgorithm):
 
     def __init__(self, agent_spec: AgentSpec, config: dict[str, Any] | None = None) -> None:
         super().__init__(agent_spec, config)
-        if not agent_spec.continuous:
+        low, high = agent_spec.action_low, agent_spec.action_high
+        if low is None or high is None:  # not continuous
             raise ValueError(f"sac needs a Box action space; this agent has {agent_spec.num_actions} discrete actions (use dqn or ppo)")
-        self.dist = DiagGaussian(agent_spec.action_low, agent_spec.action_high, squash="tanh")
+        self.dist = DiagGaussian(low, high, squash="tanh")
         self.target_entropy = -float(agent_spec.num_actions) if self.config.target_entropy is None else self.config.target_entropy
 
     # Sampler side ---------------------------------------------------------------
@@ -145,12 +154,12 @@ class SAC(ReplayAlgorithm):
     # Learner side ---------------------------------------------------------------
     def make_optimizer(self, model: nn.Module) -> torch.optim.Optimizer:
         """One Adam over three parameter groups: actor (``lr``), critics (``critic_lr``), ``log_alpha`` (``alpha_lr``)."""
-        cfg = self.config
-        critics = [*model.q1.parameters(), *model.q2.parameters()]
+        cfg, sac = self.config, _sac_model(model)
+        critics = [*sac.q1.parameters(), *sac.q2.parameters()]
         return adam([
-            {"params": list(model.actor.parameters()), "lr": cfg.lr},
+            {"params": list(sac.actor.parameters()), "lr": cfg.lr},
             {"params": critics, "lr": cfg.critic_lr},
-            {"params": [model.log_alpha], "lr": cfg.alpha_lr if cfg.autotune_alpha else 0.0},
+            {"params": [sac.log_alpha], "lr": cfg.alpha_lr if cfg.autotune_alpha else 0.0},
         ])
 
     def unit_actions(self, actions: torch.Tensor) -> torch.Tensor:
@@ -158,14 +167,14 @@ class SAC(ReplayAlgorithm):
         low, high = self.dist.low.to(actions.device), self.dist.high.to(actions.device)
         return 2 * (actions - low) / (high - low) - 1
 
-    def sample(self, model: nn.Module, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def sample(self, model: SACModel, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Reparameterised ``(action in [-1, 1], log pi(action | obs))`` from the actor."""
         dist_inputs, _ = model(obs)
         mean, log_std = DiagGaussian.split(dist_inputs)
         raw = mean + log_std.exp() * torch.randn_like(mean)
         return self.unit_actions(self.dist.to_env(raw)), self.dist.log_prob(dist_inputs, raw)
 
-    def loss(self, model: nn.Module, target: nn.Module, mb: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, float]]:
+    def loss(self, model: SACModel, target: SACModel, mb: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, float]]:
         """Critic + actor + temperature losses on one replayed batch (see the module docstring)."""
         alpha = model.log_alpha.exp().detach()
         with torch.no_grad():
@@ -192,12 +201,12 @@ class SAC(ReplayAlgorithm):
         model, cfg = state.model, self.config
         t = batch_to_tensors(batch, [C.OBS, C.ACTIONS, N_STEP_RETURNS, DISCOUNTS, C.NEXT_OBS], next(model.parameters()).device)
         model.train()
-        loss, stats = self.loss(model, state.extra[TARGET_MODEL], t)
-        state.optimizer.zero_grad(set_to_none=True)
+        loss, stats = self.loss(_sac_model(model), _sac_model(state.extra[TARGET_MODEL]), t)
+        state.trainable_optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if cfg.max_grad_norm is not None:
             stats["grad_norm"] = nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm).item()
-        state.optimizer.step()
+        state.trainable_optimizer.step()
         model.eval()
         if not np.isfinite(stats["loss"]):
             raise FloatingPointError(f"SAC loss became non-finite: {stats}")

@@ -68,11 +68,12 @@ class AuxiliaryLoss(Protocol):
         ...
 
 
-class AuxiliaryLossFactory(Protocol):
-    """Builds the loss for agents of ``obs_shape`` and ``num_actions`` with the config's
-    ``aux_loss_kwargs`` (ValueError if they do not fit or a keyword is wrong)."""
-
-    def __call__(self, obs_shape: tuple[int, ...], num_actions: int, **kwargs: Any) -> AuxiliaryLoss: ...
+#: Builds the loss for agents of ``obs_shape`` and ``num_actions`` with the config's
+#: ``aux_loss_kwargs``: ``factory(obs_shape, num_actions, **aux_loss_kwargs)`` (ValueError if they
+#: do not fit; TypeError for a keyword it does not take). ``...``: each factory takes its own
+#: keywords (a class such as ``ExactSearchLoss(obs_shape, num_actions, depth=4)``), which a
+#: ``Protocol`` with ``**kwargs: Any`` would refuse.
+AuxiliaryLossFactory = Callable[..., AuxiliaryLoss]
 
 
 #: Input features by the name ``model_kwargs.input_features`` takes.

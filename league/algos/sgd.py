@@ -78,7 +78,7 @@ def minibatch_sgd(
 ) -> dict[str, float]:
     """Run the loop (minibatches as :func:`minibatch_bounds` cuts them); returns mean stats
     plus ``grad_norm`` and ``num_sgd_updates``."""
-    model, optimizer, rng = state.model, state.optimizer, state.rng
+    model, optimizer, rng = state.model, state.trainable_optimizer, state.rng
     device = next(model.parameters()).device
     model.train()
     sums: dict[str, torch.Tensor] = {}
