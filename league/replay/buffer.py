@@ -85,7 +85,7 @@ class ReplayBuffer:
     _kind = "uniform"
 
     @staticmethod
-    def from_config(config: Mapping[str, Any], seed: int | None = None) -> ReplayBuffer:
+    def from_config(config: Mapping[str, Any] | object, seed: int | None = None) -> ReplayBuffer:
         """A new, empty :class:`ReplayBuffer` of the composition ``config`` (:meth:`config`'s output)."""
         if not isinstance(config, Mapping):
             raise TypeError(f"a buffer config is a mapping, got {type(config).__name__}")
@@ -107,13 +107,14 @@ class ReplayBuffer:
             with lock:
                 self._write(columns, priorities)
 
-    def sample(self, batch_size: int, **kwargs: Any) -> SampleBatch:
-        """``batch_size`` rows from the sampler, plus ``batch_indexes`` (and ``weights`` if prioritized)."""
+    def sample(self, batch_size: int, beta: float | None = None) -> SampleBatch:
+        """``batch_size`` rows from the sampler, plus ``batch_indexes`` (and ``weights`` if
+        prioritized: ``beta``, the importance-weight exponent, defaults to the sampler's)."""
         lock = self._sample_lock
         if lock is None:
-            return self.sampler.sample(batch_size, **kwargs)
+            return self.sampler.sample(batch_size, beta)
         with lock:
-            return self.sampler.sample(batch_size, **kwargs)
+            return self.sampler.sample(batch_size, beta)
 
     def update_priorities(self, batch_indexes: Any, priorities: Any) -> None:
         """Set the priorities of stored slots (``batch["batch_indexes"]`` of a sample); prioritized samplers only."""
@@ -252,7 +253,7 @@ class PrioritizedReplayBuffer(ReplayBuffer):
     def __init__(self, capacity: int, alpha: float = 0.6, seed: int | None = None) -> None:
         super().__init__(RingStorage(capacity), PrioritizedSampler(alpha, self.DEFAULT_BETA), RingWriter(), seed=seed)
 
-    def sample(self, batch_size: int, beta: float = DEFAULT_BETA) -> SampleBatch:  # type: ignore[override]
+    def sample(self, batch_size: int, beta: float | None = DEFAULT_BETA) -> SampleBatch:
         """Stratified prioritized draw plus ``weights`` and ``batch_indexes``; ``beta`` in [0, 1]."""
         return self.sampler.sample(batch_size, beta)
 

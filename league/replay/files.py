@@ -73,7 +73,7 @@ def write_npz(path: str | os.PathLike[str], meta: dict[str, Any], arrays: dict[s
     payload = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
     try:
         with open(tmp, "wb") as f:
-            np.savez(f, meta=payload, **arrays)
+            np.savez(f, allow_pickle=True, meta=payload, **arrays)  # the default, named: no array name can set it
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

@@ -23,12 +23,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from league import _core
+import league._core as _core
 from league.batch import SampleBatch
 from league.batch import Columns as C
 from league.replay.component import Component
 from league.replay._checks import batch_size_of, check_priorities, real, unit_interval
-from league.replay.storage import Storage
+from league.replay.storage import RingStorage, Storage
 
 __all__ = ["Sampler", "UniformSampler", "PrioritizedSampler"]
 
@@ -48,9 +48,16 @@ class Sampler(Component):
     def _attach(self, storage: Storage, seed: int) -> None:
         raise NotImplementedError
 
-    def sample(self, batch_size: int, **kwargs: Any) -> SampleBatch:
-        """``batch_size`` stored rows plus ``batch_indexes`` (and the sampler's extra columns)."""
+    def sample(self, batch_size: int, beta: float | None = None) -> SampleBatch:
+        """``batch_size`` stored rows plus ``batch_indexes`` (and the sampler's extra columns);
+        ``beta``: the importance-weight exponent of a prioritized sampler (None: its own)."""
         raise NotImplementedError
+
+    def _attached(self) -> Storage:
+        """The storage :meth:`_attach` gave (a buffer attaches its sampler when built)."""
+        if self._storage is None:
+            raise RuntimeError(f"{type(self).__name__} is not attached to a storage: use it through a ReplayBuffer")
+        return self._storage
 
     def check_priorities(self, priorities: Any, rows: int) -> np.ndarray | None:
         """Validate priorities a writer was given for ``rows`` new rows (before anything is written)."""
@@ -81,9 +88,9 @@ class UniformSampler(Sampler):
 
     def _attach(self, storage: Storage, seed: int) -> None:
         self._storage = storage
-        if storage.fused:
-            storage._attach(seed, None)  # type: ignore[attr-defined]
-            self._core = storage._core  # type: ignore[attr-defined]
+        if isinstance(storage, RingStorage):  # fused: the C++ ring samples itself
+            storage._attach(seed, None)
+            self._core = storage._core
         else:
             self._rng = np.random.Generator(np.random.PCG64(seed))
 
@@ -96,11 +103,13 @@ class UniformSampler(Sampler):
             n = batch_size if type(batch_size) is int else batch_size_of(batch_size)
             return SampleBatch._trusted(core.sample(n), n)
         n = batch_size_of(batch_size)
-        storage = self._storage
+        storage, rng = self._attached(), self._rng
+        if rng is None:  # not reached: attaching a storage that does not sample itself makes one
+            raise RuntimeError("UniformSampler has no generator")
         if not len(storage):
             raise ValueError(_EMPTY)
-        slots = self._rng.integers(0, len(storage), n, dtype=np.int64)
-        out = storage.get(slots)  # type: ignore[attr-defined]
+        slots = rng.integers(0, len(storage), n, dtype=np.int64)
+        out = storage.get(slots)
         out[C.BATCH_INDEXES] = slots
         return SampleBatch._trusted(out, n)
 
@@ -134,9 +143,9 @@ class PrioritizedSampler(Sampler):
 
     def _attach(self, storage: Storage, seed: int) -> None:
         self._storage = storage
-        if storage.fused:
-            storage._attach(seed, self.alpha)  # type: ignore[attr-defined]
-            self._core = storage._core  # type: ignore[attr-defined]
+        if isinstance(storage, RingStorage):  # fused: the C++ ring keeps the trees
+            storage._attach(seed, self.alpha)
+            self._core = storage._core
         else:
             self._tree = _core.ReplayCore(storage.capacity, seed, self.alpha)
 
@@ -153,7 +162,7 @@ class PrioritizedSampler(Sampler):
             return SampleBatch._trusted(core.sample(n, b), n)
         drawn = self._tree.sample(n, b)  # checks n, beta and emptiness
         slots = drawn[C.BATCH_INDEXES]
-        out = self._storage.get(slots)  # type: ignore[union-attr]
+        out = self._attached().get(slots)
         out[C.WEIGHTS] = drawn[C.WEIGHTS]
         out[C.BATCH_INDEXES] = slots
         return SampleBatch._trusted(out, n)
@@ -161,7 +170,7 @@ class PrioritizedSampler(Sampler):
     def check_priorities(self, priorities: Any, rows: int) -> np.ndarray | None:
         if priorities is None:
             return None
-        return check_priorities(priorities, rows, self.alpha, self._storage.capacity)  # type: ignore[union-attr]
+        return check_priorities(priorities, rows, self.alpha, self._attached().capacity)
 
     def on_write(self, slots: np.ndarray, priorities: np.ndarray | None,
                  overwritten: np.ndarray | None = None) -> None:
@@ -215,8 +224,9 @@ class PrioritizedSampler(Sampler):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if self._tree is None:
             return
-        size, capacity = int(state["size"]), self._storage.capacity  # type: ignore[union-attr]
-        if size != len(self._storage):  # type: ignore[arg-type]
-            raise ValueError(f"saved priorities cover {size} slots but the storage holds {len(self._storage)}")
+        storage = self._attached()
+        size, capacity = int(state["size"]), storage.capacity
+        if size != len(storage):
+            raise ValueError(f"saved priorities cover {size} slots but the storage holds {len(storage)}")
         self._tree.restore([(_SLOT, np.zeros(size, np.uint8))], size, size if size < capacity else 0,
                            [int(w) for w in state["rng"]], state["leaf_values"], float(state["max_priority"]))

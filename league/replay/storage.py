@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from league import _core
+import league._core as _core
 from league.batch import SampleBatch
 from league.replay._checks import Schema, bind, capacity_of, infer_schema
 
@@ -73,6 +73,19 @@ class Storage:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore :meth:`state_dict` output into this (empty) storage."""
         raise NotImplementedError
+
+    # What random-access storages add (:class:`ArrayStorage`); the others refuse it.
+    def bind(self, columns: dict[str, np.ndarray], reserved: tuple[str, ...]) -> tuple[int, list[np.ndarray], Schema]:
+        """Validate ``columns``: ``(rows, arrays in schema order, schema)`` (random-access storages)."""
+        raise TypeError(f"{type(self).__name__} is not a random-access storage")
+
+    def write(self, slots: np.ndarray, bound: tuple[int, list[np.ndarray], Schema], take: Any = slice(None)) -> None:
+        """Copy rows ``take`` of a bound batch into ``slots`` (random-access storages)."""
+        raise TypeError(f"{type(self).__name__} is not a random-access storage")
+
+    def get(self, slots: np.ndarray) -> dict[str, np.ndarray]:
+        """Rows at ``slots`` (random-access storages)."""
+        raise TypeError(f"{type(self).__name__} is not a random-access storage")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(capacity={self.capacity})"

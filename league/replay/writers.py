@@ -27,7 +27,7 @@ from league.batch import Columns as C
 from league.replay.component import Component
 from league.replay._checks import Schema, bind, infer_schema, real
 from league.replay.samplers import Sampler
-from league.replay.storage import Storage
+from league.replay.storage import RingStorage, Storage
 
 __all__ = [
     "Writer", "RingWriter", "NStepWriter", "ReservoirWriter", "n_step_transitions",
@@ -66,7 +66,7 @@ class Writer(Component):
 def _bind(storage: Storage, sampler: Sampler, columns: dict[str, np.ndarray], priorities: Any) -> tuple[Any, int, np.ndarray | None]:
     """A batch checked against a random-access storage's schema and the sampler's priorities:
     ``(bound batch, rows, priorities or None)``, before anything is written."""
-    bound = storage.bind(columns, sampler.reserved)  # type: ignore[attr-defined]
+    bound = storage.bind(columns, sampler.reserved)
     rows = bound[0]
     return bound, rows, sampler.check_priorities(priorities, rows)
 
@@ -74,7 +74,7 @@ def _bind(storage: Storage, sampler: Sampler, columns: dict[str, np.ndarray], pr
 def _write_slots(storage: Storage, sampler: Sampler, bound: Any, slots: np.ndarray, take: Any,
                  priorities: np.ndarray | None, overwritten: np.ndarray | None = None) -> None:
     """Copy rows ``take`` of a bound batch to ``slots`` and tell the sampler (random-access storages)."""
-    storage.write(slots, bound, take)  # type: ignore[attr-defined]
+    storage.write(slots, bound, take)
     sampler.on_write(slots, None if priorities is None else priorities[take], overwritten)
 
 
@@ -88,11 +88,11 @@ class RingWriter(Writer):
         self._fused = False
 
     def _attach(self, storage: Storage, sampler: Sampler, seed: int) -> WriteFn:
-        if storage.fused:
+        if isinstance(storage, RingStorage):  # fused
             # The C++ ring appends at its cursor and updates its trees in one locked call:
             # ReplayBuffer.add calls it directly.
             self._fused = True
-            return storage._core.add  # type: ignore[attr-defined]
+            return storage._core.add
         capacity = storage.capacity
 
         def write(columns: dict[str, np.ndarray], priorities: Any = None) -> None:
@@ -132,7 +132,7 @@ class ReservoirWriter(Writer):
         if not storage.random_access:
             raise TypeError(f"ReservoirWriter replaces randomly chosen slots; {type(storage).__name__} only appends "
                             "at its cursor. Compose it with ArrayStorage.")
-        self._rng = np.random.Generator(np.random.PCG64(seed))
+        rng = self._rng = np.random.Generator(np.random.PCG64(seed))
         capacity = storage.capacity
 
         def write(columns: dict[str, np.ndarray], priorities: Any = None) -> None:
@@ -141,7 +141,7 @@ class ReservoirWriter(Writer):
             slots = t.copy()
             late = t >= capacity
             if late.any():
-                draw = self._rng.integers(0, t[late] + 1)  # uniform in [0, t]: kept iff it lands on a slot
+                draw = rng.integers(0, t[late] + 1)  # uniform in [0, t]: kept iff it lands on a slot
                 slots[late] = np.where(draw < capacity, draw, -1)
             take = np.flatnonzero(slots >= 0)
             # A slot drawn twice in one batch keeps the later row, as row-by-row writing would.
@@ -160,7 +160,9 @@ class ReservoirWriter(Writer):
         seen = int(state["seen"])
         if seen < 0:
             raise ValueError(f"saved row count {seen} is negative")
-        self._rng.bit_generator.state = state["rng"]  # type: ignore[union-attr]
+        if self._rng is None:
+            raise RuntimeError("ReservoirWriter is not attached to a storage: load its state through its ReplayBuffer")
+        self._rng.bit_generator.state = state["rng"]
         self.seen = seen
 
 
@@ -268,7 +270,9 @@ class NStepWriter(Writer):
         if len(ready):
             out = {name: column[ready] for name, column in cols.items()}
             out.update(extra)
-            self._inner_write(out, None)  # type: ignore[misc]
+            if self._inner_write is None:  # not reached: writes come through the write function _attach returned
+                raise RuntimeError("NStepWriter is not attached to a storage")
+            self._inner_write(out, None)
         # Committed only once the inner write succeeded: a refused batch leaves everything as it was.
         self._schema = schema
         self._pending = [column[held] for column in cols.values()]
