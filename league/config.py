@@ -43,10 +43,18 @@ __all__ = [
     "CheckpointConfig",
     "LoggingConfig",
     "PolicyConfig",
+    "config_dict",
     "RunConfig",
     "parse_run_config",
     "run_config",
 ]
+
+
+def config_dict(values: object, what: str = "the config") -> dict[str, Any]:
+    """``values`` (``OmegaConf.to_container`` of a ``DictConfig``) as the dict with string keys it is; TypeError otherwise."""
+    if not isinstance(values, dict) or not all(isinstance(k, str) for k in values):
+        raise TypeError(f"{what} must be a mapping with string keys, got {type(values).__name__}")
+    return values
 
 
 def _is_section(f: dataclasses.Field[Any]) -> bool:

@@ -16,7 +16,7 @@ import os
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import numpy as np
 
@@ -72,7 +72,7 @@ class MetricsLogger:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.jsonl_path = self.run_dir / "metrics.jsonl"
         self.step_key = step_key
-        self._jsonl = open(self.jsonl_path, "a")
+        self._jsonl: TextIO | None = open(self.jsonl_path, "a")
         self._writer: Any = None
         if tensorboard:
             try:

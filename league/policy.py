@@ -15,10 +15,14 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from league.batch import SampleBatch
+
+if TYPE_CHECKING:
+    from league.envs.base import AgentSpec
 
 __all__ = [
     "Policy",
@@ -41,7 +45,8 @@ def masked_uniform_actions(mask: np.ndarray, rng: np.random.Generator) -> np.nda
         raise ValueError(f"action mask row {int(np.argmin(counts))} has no legal action")
     # k-th legal action, k uniform in [0, count): first index whose cumsum exceeds k.
     k = (rng.random(len(m)) * counts).astype(np.int64)
-    return (np.cumsum(m, axis=1) > k[:, None]).argmax(axis=1).astype(np.int64)
+    actions: np.ndarray = (np.cumsum(m, axis=1) > k[:, None]).argmax(axis=1).astype(np.int64)
+    return actions
 
 
 def masked_uniform_probabilities(mask: np.ndarray) -> np.ndarray:
@@ -54,7 +59,8 @@ def masked_uniform_probabilities(mask: np.ndarray) -> np.ndarray:
     counts = m.sum(axis=1, keepdims=True)
     if (counts == 0).any():
         raise ValueError(f"action mask row {int(np.argmin(counts.ravel()))} has no legal action")
-    return m / counts
+    probabilities: np.ndarray = m / counts
+    return probabilities
 
 
 class Policy(ABC):
@@ -190,10 +196,12 @@ class RandomPolicyFactory(PolicyFactory):
         self.action_nvec = action_nvec
 
     @classmethod
-    def for_spec(cls, spec: object | None) -> RandomPolicyFactory:
+    def for_spec(cls, spec: AgentSpec | None) -> RandomPolicyFactory:
         """The random player of an agent spec's action space (``None``: plain Discrete)."""
-        low = getattr(spec, "action_low", None)
-        return cls(None if low is None else (low, spec.action_high), getattr(spec, "action_nvec", None))
+        if spec is None:
+            return cls()
+        low, high = spec.action_low, spec.action_high
+        return cls(None if low is None or high is None else (low, high), spec.action_nvec)
 
     def make_policy(self, seed: int | None = None, learns: bool = False) -> Policy:
         """A uniformly random legal-action policy."""

@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from league.cli.eval_meta import META_STRATEGY, meta_strategy_player
+from league.population.payoff import OUTCOMES, is_outcome
 from league.population.scripted import SCRIPTED_PLAYERS, scripted_factory, scripted_player_names
 
 if TYPE_CHECKING:
@@ -106,12 +107,14 @@ def parse_args(argv: Sequence[str]) -> EvalArgs:
     """``key=value`` arguments -> :class:`EvalArgs`; ValueError naming any bad key or value."""
     from omegaconf import OmegaConf
 
+    from league.config import config_dict
+
     known = {f.name for f in fields(EvalArgs)}
     for arg in argv:
         if "=" not in arg:
             raise ValueError(f"arguments are key=value pairs, got {arg!r} (keys: {sorted(known)})")
     try:
-        values = OmegaConf.to_container(OmegaConf.from_dotlist(list(argv)))
+        values = config_dict(OmegaConf.to_container(OmegaConf.from_dotlist(list(argv))), "the arguments")
     except Exception as err:  # OmegaConf's grammar errors have several types
         raise ValueError(f"cannot parse arguments {list(argv)}: {err}") from None
     unknown = sorted(set(values) - known)
@@ -211,12 +214,16 @@ def evaluate_checkpoint(
     results = []
     for (p, o), out in games.items():
         seats = [{k: sum(1 for s, r in out if s == seat and r == outcome) for k, outcome in _COUNTS} for seat in range(len(order))]
-        results.append(PairResult(p, o, *(sum(seat[k] for seat in seats) for k, _ in _COUNTS), seats=seats))
+        wins, draws, losses = (sum(seat[k] for seat in seats) for k, _ in _COUNTS)
+        results.append(PairResult(p, o, wins, draws, losses, seats=seats))
     table = RatingTable(Elo())
     for step in range(max(len(out) for out in games.values())):
         for (p, o), out in games.items():
             if step < len(out):
-                table.record(p, o, out[step][1], step)  # type: ignore[arg-type]
+                outcome = out[step][1]
+                if not is_outcome(outcome):
+                    raise ValueError(f"game {step} of {p} against {o}: outcome must be one of {OUTCOMES}, got {outcome!r}")
+                table.record(p, o, outcome, step)
     elo = {pid: round(r.mu, 1) for pid, r in table.leaderboard()}
     info: dict[str, Any] = {
         "checkpoint": str(ckpt.path), "iteration": ckpt.iteration, "env_steps": ckpt.env_steps, "env": env_cfg["name"], "seats": order,

@@ -50,7 +50,7 @@ def meta_strategy_player(ckpt: Checkpoint, algorithms: Mapping[str, Algorithm]) 
     finally:
         env.close()
     league = make_league(cfg, algorithms, spec, agents, remote=False)
-    exact = getattr(league, "exact", None)
+    exact = league.exact if isinstance(league, CoordinatedLeague) else None
     if not isinstance(league, CoordinatedLeague) or exact is None:
         league.close()
         raise ValueError(

@@ -21,7 +21,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.utils import to_absolute_path
 from omegaconf import DictConfig, OmegaConf
 
-from league.config import parse_run_config
+from league.config import config_dict, parse_run_config
 from league.presets import apply_preset
 
 __all__ = ["main", "config_dir", "composed_values", "overridden_keys", "run_job"]
@@ -43,7 +43,7 @@ def composed_values(overrides: Sequence[str] = ()) -> dict[str, Any]:
     from omegaconf import OmegaConf
 
     with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
-        values = OmegaConf.to_container(compose(config_name="config", overrides=list(overrides)), resolve=True)
+        values = config_dict(OmegaConf.to_container(compose(config_name="config", overrides=list(overrides)), resolve=True))
     return apply_preset(values, overridden_keys(overrides))
 
 
@@ -109,8 +109,7 @@ def run_job(values: dict[str, Any], output_dir: str) -> dict[str, Any]:
 
 @hydra.main(config_path=config_dir(), config_name="config", version_base="1.3")
 def _train(cfg: DictConfig) -> float | None:
-    values = OmegaConf.to_container(cfg, resolve=True)
-    values = apply_preset(values, overridden_keys(HydraConfig.get().overrides.task))
+    values = apply_preset(config_dict(OmegaConf.to_container(cfg, resolve=True)), overridden_keys(HydraConfig.get().overrides.task))
     summary = run_job(values, HydraConfig.get().runtime.output_dir)
     return summary["final_metric"]  # the value sweepers optimise: win rate, mean return or a metric key (eval.metric)
 

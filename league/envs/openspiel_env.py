@@ -174,13 +174,13 @@ class OpenSpielEnv(MultiAgentEnv):
         if seed is not None:
             self._rng = np.random.default_rng(seed)
         try:
-            self._state = self.game.new_initial_state()
+            state = self._state = self.game.new_initial_state()
             self._steps = 0
-            self._pending = self._resolve_chance(np.zeros(self.game.num_players()))
-            if self._state.is_terminal():
+            self._pending = self._resolve_chance(state, np.zeros(self.game.num_players()))
+            if state.is_terminal():
                 raise RuntimeError("the game ended before any player acted")
             ts = TimeStep(obs={}, masks={})
-            self._add_current_player(ts)
+            self._add_current_player(state, ts)
         except Exception as err:
             self._state = None
             raise RuntimeError(f"env {self.name} raised in reset: {type(err).__name__}: {err}") from err
@@ -207,7 +207,7 @@ class OpenSpielEnv(MultiAgentEnv):
             self._steps += 1
             rewards = self._pending + np.asarray(state.rewards(), dtype=np.float64)
             self._pending = np.zeros(self.game.num_players())
-            rewards = self._resolve_chance(rewards)
+            rewards = self._resolve_chance(state, rewards)
             ts = TimeStep(obs={}, masks={}, rewards={a: float(r) for a, r in zip(self.possible_agents, rewards)})
             if state.is_terminal():
                 ts.terminated = {a: True for a in self.possible_agents}
@@ -223,15 +223,14 @@ class OpenSpielEnv(MultiAgentEnv):
                 ts.done = True
                 self._state = None
             else:
-                self._add_current_player(ts)
+                self._add_current_player(state, ts)
         except Exception as err:
             self._state = None
             raise RuntimeError(f"env {self.name} raised in step: {type(err).__name__}: {err}") from err
         return ts
 
-    def _resolve_chance(self, rewards: np.ndarray) -> np.ndarray:
+    def _resolve_chance(self, state: pyspiel.State, rewards: np.ndarray) -> np.ndarray:
         """Draw chance outcomes until a decision or terminal node; rewards accumulate."""
-        state = self._state
         while state.is_chance_node():
             outcomes, probs = zip(*state.chance_outcomes())
             cumulative = np.cumsum(probs)
@@ -240,8 +239,7 @@ class OpenSpielEnv(MultiAgentEnv):
             rewards = rewards + np.asarray(state.rewards(), dtype=np.float64)
         return rewards
 
-    def _add_current_player(self, ts: TimeStep) -> None:
-        state = self._state
+    def _add_current_player(self, state: pyspiel.State, ts: TimeStep) -> None:
         player = state.current_player()
         if player < 0:
             raise RuntimeError(f"unexpected node kind: current player {player}")

@@ -112,7 +112,7 @@ def build_preprocessor(
     if isinstance(action_space, spaces.MultiDiscrete):
         starts = np.asarray(action_space.start, dtype=np.int64)
         return ObsPreprocessor(spec=spec, transform=transform, action_start=0, action_shape=tuple(action_space.shape), action_starts=starts)
-    if bounds:
+    if isinstance(action_space, spaces.Box):
         return ObsPreprocessor(spec=spec, transform=transform, action_start=0, action_shape=tuple(action_space.shape))
     return ObsPreprocessor(spec=spec, transform=transform, action_start=int(action_space.start))
 

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from league.population.evaluation import EvaluationPair, EvaluationScheduler
-from league.population.payoff import OUTCOMES, PayoffTable
+from league.population.payoff import OUTCOMES, Outcome, PayoffTable, is_outcome
 from league.population.players import Player, Population
 from league.population.ratings import Elo, RatingTable, TrueSkill
 from league.population.roles import Role, alphastar_roles
@@ -144,6 +144,12 @@ class LeagueCoordinator:
             self._recent[player.player_id] = PayoffTable()
         return player
 
+    def _role(self, player: Player) -> Role:
+        """A learning player's role (:meth:`add_player` checked that it has a known one)."""
+        if player.role is None:
+            raise ValueError(f"learning player {player.player_id!r} has no role")
+        return self.roles[player.role]
+
     def learning_players(self) -> list[str]:
         """Ids of the learning players, in population order."""
         return self.population.player_ids(kind="learning")
@@ -166,7 +172,7 @@ class LeagueCoordinator:
             player = self.population.get(ids[self._cursor % len(ids)])
             self._cursor += 1
             if player.player_id not in distributions:
-                role = self.roles[player.role]  # type: ignore[index]
+                role = self._role(player)
                 dist = role.opponent_distribution(player.player_id, self.population, self.payoff)
                 probs = np.fromiter(dist.values(), dtype=np.float64, count=len(dist))
                 distributions[player.player_id] = (list(dist), probs / probs.sum())
@@ -188,17 +194,17 @@ class LeagueCoordinator:
         player = self.population.get(player_id)
         if player.kind != "learning":
             raise ValueError(f"{player_id!r} is not a learning player")
-        return self.roles[player.role].opponent_distribution(player_id, self.population, self.payoff)  # type: ignore[index]
+        return self._role(player).opponent_distribution(player_id, self.population, self.payoff)
 
     def meta_game_pairs(self) -> list[tuple[str, str]]:
         """Unmeasured payoff pairs the learning players' roles read (PSRO's meta-game,
         PFSP's win rates), most urgent first, the players' lists interleaved."""
         needs = []
         for pid in self.learning_players():
-            role = self.roles[self.population.get(pid).role]  # type: ignore[index]
+            role = self._role(self.population.get(pid))
             needs.append(role.needed_pairs(pid, self.population, self.payoff))
         # Round-robin, so one player's less urgent pairs never crowd out another's first ones.
-        out = []
+        out: list[tuple[str, str]] = []
         for k in range(max((len(n) for n in needs), default=0)):
             out.extend(n[k] for n in needs if k < len(n))
         return out
@@ -237,7 +243,7 @@ class LeagueCoordinator:
             if a == b:
                 continue
             result = outcome[seat_a]
-            if result not in OUTCOMES:
+            if not is_outcome(result):
                 raise ValueError(f"episode {episode_id}: outcome must be one of {OUTCOMES}, got {result!r}")
             returns = episode.get("returns") or {}
             return_a = returns.get(seat_a) if isinstance(returns, Mapping) else None
@@ -289,7 +295,7 @@ class LeagueCoordinator:
             if pid not in learner_steps:
                 continue
             player = self.population.get(pid)
-            role = self.roles[player.role]  # type: ignore[index]
+            role = self._role(player)
             steps = self._steps[pid]
             if not role.snapshot.due(steps - self._last_snapshot[pid], pid, self.population, self._recent[pid]):
                 continue
@@ -383,5 +389,5 @@ class LeagueCoordinator:
         return coordinator
 
 
-def _flip(outcome: str) -> str:
-    return {"win": "loss", "loss": "win"}.get(outcome, outcome)
+def _flip(outcome: Outcome) -> Outcome:
+    return "loss" if outcome == "win" else "win" if outcome == "loss" else outcome

@@ -27,14 +27,14 @@ measured entries and the league schedules evaluation games for the ones they sti
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 import math
 import numbers
 
 import numpy as np
 
-__all__ = ["OUTCOMES", "Outcome", "PRIOR_RETURN", "PRIOR_WIN_RATE", "PayoffTable", "outcome_from_returns"]
+__all__ = ["OUTCOMES", "Outcome", "PRIOR_RETURN", "PRIOR_WIN_RATE", "PayoffTable", "is_outcome", "outcome_from_returns"]
 
 Outcome = Literal["win", "draw", "loss"]
 
@@ -51,6 +51,11 @@ PRIOR_RETURN = 0.0
 
 _MIRROR = {"win": "loss", "draw": "draw", "loss": "win"}
 _INDEX = {"win": 0, "draw": 1, "loss": 2}
+
+
+def is_outcome(value: object) -> TypeGuard[Outcome]:
+    """Whether ``value`` is one of :data:`OUTCOMES`."""
+    return value in OUTCOMES
 
 
 def outcome_from_returns(return_a: float, return_b: float) -> Outcome:

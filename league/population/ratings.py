@@ -234,7 +234,7 @@ class RatingTable:
         if isinstance(max_history, bool) or not isinstance(max_history, numbers.Integral) or max_history < 2:
             raise ValueError(f"max_history must be an int >= 2, got {max_history!r}")
         self.max_history = int(max_history)
-        self.system = system
+        self.system: RatingSystem = system
         self._ratings: dict[str, Rating] = {}
         self._history: list[tuple[int, str, Rating]] = []
         self._last_row: dict[str, int] = {}  # player -> index of its latest history row

@@ -17,6 +17,7 @@ ever returned.
 from __future__ import annotations
 
 from abc import abstractmethod
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
@@ -72,7 +73,7 @@ class BoardSearchPolicy(Policy):
         """``bool[B, A]`` the best-scoring legal moves of each row, and ``bool[B]`` rows where
         the board could score none of the legal moves (then all of them, trusting the mask)."""
         obs, mask = self._check(obs, action_mask)
-        scores = self._score_batch(obs, mask) if hasattr(self, "_score_batch") else None
+        scores = self._score_batch(obs, mask)
         if scores is None:  # a subclass without a batched scorer: row by row
             top = np.zeros(mask.shape, dtype=bool)
             unscored = np.zeros(len(mask), dtype=bool)
@@ -84,6 +85,12 @@ class BoardSearchPolicy(Policy):
         scores[unscored] = np.where(mask[unscored].astype(bool), 0, UNSCORED)
         best = scores.max(axis=1, keepdims=True)
         return (scores == best) & (scores != UNSCORED), unscored
+
+    def _score_batch(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray | None:
+        """Optional batched scorer: ``int64[B, A]`` scores of every move of every row
+        (:data:`UNSCORED` where unplayable), or None (the default) to score row by row
+        with :meth:`_score_moves`."""
+        return None
 
     def _check(self, obs: np.ndarray, action_mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         obs = np.asarray(obs)
@@ -127,7 +134,7 @@ class BoardSearchPolicy(Policy):
 class ScriptedFactory(PolicyFactory):
     """Builds scripted players of one class for a sampler (they never learn)."""
 
-    def __init__(self, cls: type, **kwargs: Any) -> None:
+    def __init__(self, cls: Callable[..., Policy], **kwargs: Any) -> None:
         self.cls, self.kwargs = cls, kwargs
 
     def make_policy(self, seed: int | None = None, learns: bool = False) -> Policy:
@@ -162,7 +169,7 @@ def scripted_factory(name: str, spec: AgentSpec, depth: int = 2, random_ties: bo
     return SCRIPTED_PLAYERS.get(name, setting)(spec, depth=depth, random_ties=random_ties)
 
 
-def check_board_shape(name: str, game: str, cls: type, spec: AgentSpec) -> None:
+def check_board_shape(name: str, game: str, cls: type[BoardSearchPolicy], spec: AgentSpec) -> None:
     """ValueError unless ``spec`` is the board ``cls`` plays (``obs_shape``, ``num_actions``)."""
     if (tuple(spec.obs_shape), spec.num_actions) != (cls.obs_shape, cls.num_actions):
         raise ValueError(f"scripted player '{name}' plays {game} only; this env's agents see obs {tuple(spec.obs_shape)}")

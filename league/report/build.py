@@ -196,7 +196,8 @@ def _leaderboard(latest: Any, systems: Mapping[str, Curves]) -> str:
         return ""
     names = sorted(systems)
     key = "trueskill" if "trueskill" in names else names[0]
-    table = latest.get(key) if isinstance(latest.get(key), Mapping) else {}
+    value = latest.get(key)
+    table = value if isinstance(value, Mapping) else {}
     players = sorted((p for p in table if is_number(table[p])), key=lambda p: -table[p])
     head = "".join(f"<th>{escape(n)}</th>" for n in names)
     rows = []

@@ -14,7 +14,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from matplotlib import rc_context
 from matplotlib.figure import Figure
@@ -22,9 +22,12 @@ from matplotlib.ticker import FuncFormatter, LogFormatter, MaxNLocator
 
 from league.report.series import Curves, format_step, thin
 
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
+
 __all__ = ["Panel", "panels_svg", "color_map"]
 
-_RC = {
+_RC: dict[RcKeyType, Any] = {
     "svg.fonttype": "none",
     "svg.hashsalt": "league-report",  # ids and output stable from run to run
     "text.parse_math": False,

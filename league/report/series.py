@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 __all__ = [
     "Curve",
@@ -37,7 +37,7 @@ Curves = dict[str, Curve]
 EPISODE_STATS: tuple[str, ...] = ("episode_return_mean", "train_win_share")
 
 
-def is_number(value: Any) -> bool:
+def is_number(value: Any) -> TypeGuard[float]:
     """Whether ``value`` is a finite int or float (booleans are not numbers here)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 

@@ -51,7 +51,8 @@ class _Scale:
         self.by_step = steps_known(family)
         left, right = _LABEL_W + 20, _WIDTH - _RIGHT
         if self.by_step:
-            values = [float(n.step) for lane in family.lanes for n in (lane.player, *lane.snapshots)]  # type: ignore[arg-type]
+            # by_step: every node has a step (steps_known)
+            values = [float(n.step) for lane in family.lanes for n in (lane.player, *lane.snapshots) if n.step is not None]
             values += [float(lane.end_step) for lane in family.lanes if lane.end_step is not None]
             self.low, self.high = min(values), max(values)
         else:
@@ -65,7 +66,7 @@ class _Scale:
     def node_x(self, lane: Lane, index: int) -> float:
         """x of the lane's player (index 0) or of its snapshot ``index - 1``."""
         node = lane.player if index == 0 else lane.snapshots[index - 1]
-        return self.x(float(node.step)) if self.by_step else self.x(float(index))  # type: ignore[arg-type]
+        return self.x(float(node.step)) if self.by_step and node.step is not None else self.x(float(index))
 
     def end_x(self, lane: Lane) -> float:
         """Where the lane's line ends: past its latest step and its last node, arrow clear of it."""
@@ -181,7 +182,7 @@ def _axis(scale: _Scale, y: float, label: str) -> list[str]:
 def _fixed_rows(fixed: list[TreeNode]) -> list[list[tuple[TreeNode, float, float]]]:
     """Boxes ``(node, x, width)`` wrapped into rows that fit the width."""
     rows: list[list[tuple[TreeNode, float, float]]] = []
-    x = _WIDTH  # forces a new row for the first box
+    x: float = _WIDTH  # forces a new row for the first box
     for node in fixed:
         width = 16 + 7.2 * len(_shorten(node.player_id, 32))
         if x + width > _WIDTH - _RIGHT:
