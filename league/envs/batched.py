@@ -100,7 +100,7 @@ def stack_rows(x: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
     a plain array is indexed, a ragged one stacked (ValueError when those rows differ in shape)."""
     if x.dtype != object:
         return x if rows is None else x[rows]
-    return np.stack(x if rows is None else x[rows])
+    return np.stack(list(x if rows is None else x[rows]))
 
 
 class BatchedMultiAgentEnv(ABC):

@@ -54,7 +54,7 @@ class EnvFactory:
 
     def __call__(self) -> MultiAgentEnv:
         """One copy of the env (whole games)."""
-        backend = {} if self.backend == "pettingzoo" else {"backend": self.backend}
+        backend: dict[str, Any] = {} if self.backend == "pettingzoo" else {"backend": self.backend}
         return make_env(self.name, **self.kwargs, **backend)
 
     def batched(

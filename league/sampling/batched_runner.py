@@ -99,7 +99,7 @@ def _join_actions(parts: list[tuple[np.ndarray | None, np.ndarray]], k: int) -> 
         return out
     out = np.empty(k, dtype=object)
     for rows, a in parts:
-        for r, act in zip(rows.tolist(), a.tolist() if a.ndim == 1 else list(a)):
+        for r, act in zip(range(k) if rows is None else rows.tolist(), a.tolist() if a.ndim == 1 else list(a)):
             out[r] = act
     return out
 
@@ -293,9 +293,12 @@ class BatchedRunner:
 
     def _record_stats(self, i: int) -> None:
         returns = dict(zip(self._agents, self._returns[i].tolist()))
+        matchup = self._matchup[i]
+        if matchup is None:  # not reached: an episode that ends was started with a matchup
+            raise RuntimeError(f"env copy {i} finished an episode without a matchup")
         self.dropped_episode_stats += bound_episode_stats(self.episode_stats)
         self.episode_stats.append(
-            episode_record(int(self._eps_id[i]), int(self._length[i]), returns, dict(self._matchup[i].policies))
+            episode_record(int(self._eps_id[i]), int(self._length[i]), returns, dict(matchup.policies))
         )
 
     # Output ---------------------------------------------------------------------
@@ -305,7 +308,7 @@ class BatchedRunner:
         for code, rows in store.split().items():
             last = np.append(rows.starts[1:], len(rows.ids)) - 1
             truncated = rows.columns[C.TRUNCATEDS][last]
-            next_steps = []
+            next_steps: list[dict[str, np.ndarray] | None] = []
             for j, pending in enumerate(rows.pending.tolist()):
                 if pending >= 0:  # cut at the fragment's end: bootstrap from the open row
                     next_steps.append({k: v for k, v in store.pending_outputs(pending).items() if k != C.ACTIONS})

@@ -274,6 +274,7 @@ def make_remote_samplers(num_samplers: int, num_cpus: float = 1, **sampler_kwarg
     """
     import ray
 
-    actor_cls = ray.remote(num_cpus=num_cpus, max_restarts=3, enable_task_events=False)(Sampler)
+    # Ray's stubs of remote(**options) omit enable_task_events, one of its documented options.
+    actor_cls = ray.remote(num_cpus=num_cpus, max_restarts=3, enable_task_events=False)(Sampler)  # type: ignore[call-overload]
     base_seed = sampler_kwargs.pop("seed", 0)
     return [actor_cls.remote(seed=base_seed, worker_index=i, **sampler_kwargs) for i in range(num_samplers)]
