@@ -175,7 +175,7 @@ class VectorizedEnv(BatchedMultiAgentEnv):
         self._active = np.ones(self.num_envs, bool)
 
     @property
-    def agent_spec(self) -> AgentSpec:  # type: ignore[override]
+    def agent_spec(self) -> AgentSpec:  # type: ignore[override]  # a read-only property for the base's attribute
         """The spec every agent shares; ValueError when they differ (use :meth:`spec`)."""
         specs = set(self._specs.values())
         if len(specs) != 1:

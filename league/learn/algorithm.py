@@ -32,6 +32,8 @@ from league.sampling.versioning import WEIGHTS_VERSION
 from league.typecheck import check_field_types
 
 if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
     from league.flow.iterators import LocalIterator
     from league.runtime.faces import LearnerHandle
 
@@ -46,7 +48,7 @@ __all__ = [
     "adam",
 ]
 
-C = TypeVar("C")
+C = TypeVar("C", bound="DataclassInstance")
 
 
 def adam(params: Any, **kwargs: Any) -> torch.optim.Adam:
@@ -65,7 +67,7 @@ def adam(params: Any, **kwargs: Any) -> torch.optim.Adam:
 def config_from_dict(cls: type[C], values: Mapping[str, Any] | None, where: str) -> C:
     """Build dataclass ``cls`` from a plain mapping; unknown keys raise ``ValueError`` naming them."""
     values = dict(values or {})
-    known = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    known = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(values) - known)
     if unknown:
         raise ValueError(f"unknown key(s) {unknown} in {where}; known keys: {sorted(known)}")

@@ -165,14 +165,14 @@ class MatchupBatch(MatchupSource):
         self.wraps = 0
         self.refill_failures = 0
 
-    def _refill(self) -> bool:
+    def _refill(self, refill: Callable[[int], Sequence[Matchup]]) -> bool:
         """Fetch a new batch; on failure (e.g. the coordinator actor died) keep the old one.
 
         Sampling must not stop because the league is briefly away: the driver restores
         the coordinator and sends a fresh source; meanwhile the last batch is replayed.
         """
         try:
-            matchups = list(self.refill(self.refill_size))  # type: ignore[misc]
+            matchups = list(refill(self.refill_size))
         except Exception as err:  # noqa: BLE001 - any failure of the remote call
             self.refill_failures += 1
             if self.refill_failures == 1:
@@ -186,7 +186,7 @@ class MatchupBatch(MatchupSource):
     def next_matchup(self, agents: Sequence[str], episode_index: int, rng: np.random.Generator) -> Matchup:
         """The next matchup of the batch (see the class docstring when it runs out)."""
         if self._position >= len(self._matchups):
-            if self.refill is None or not self._refill():
+            if self.refill is None or not self._refill(self.refill):
                 if not self._matchups:
                     raise RuntimeError("MatchupBatch has no matchups: its first refill failed")
                 self.wraps += 1

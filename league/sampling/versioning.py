@@ -54,7 +54,7 @@ class VersionedPolicy(Policy):
         self.version = version or 0  # a fresh model's own (0) until a learner's weights arrive
 
     @property
-    def learns(self) -> bool:  # type: ignore[override]
+    def learns(self) -> bool:  # type: ignore[override]  # a read-only property for Policy's class attribute
         """Whether the wrapped policy's samples may be trained on."""
         return self.policy.learns
 
