@@ -162,6 +162,9 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
             raise ValueError(f"{key} must be >= {low}, got {value}")
     if s.mode not in ("auto", "bulk_sync", "async"):
         raise ValueError(f"sampler.mode must be 'auto', 'bulk_sync' or 'async', got '{s.mode}'")
+    from league.sampling.inference import check_inference_config
+
+    check_inference_config(s.inference, s.inference_device, s.inference_num_cpus, s.inference_num_gpus)
     if cfg.league.opponent_sampling not in ("uniform", "pfsp"):
         raise ValueError(f"league.opponent_sampling must be 'uniform' or 'pfsp', got '{cfg.league.opponent_sampling}'")
     if not 0.0 <= cfg.league.self_play_prob <= 1.0:

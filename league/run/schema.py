@@ -90,6 +90,14 @@ class SamplerConfig:
     # for them. The same distribution per episode, and a sampler runs a forward pass per
     # policy in play per step: about 2k of them instead of one per league member.
     matchup_draws: int = 0
+    # Where the samplers' forward passes run (league.sampling.inference, issue 36): local, each
+    # sampler its own CPU copies of every policy it plays; server, one inference server (a Ray
+    # actor when samplers are) holds each policy once on inference_device (cpu, cuda, or auto:
+    # cuda when there is one) and answers every sampler; weights go to it once, not to each sampler.
+    inference: str = "local"
+    inference_device: str = "auto"
+    inference_num_cpus: float = 0.0  # Ray CPUs reserved for the server actor (it mostly waits on samplers)
+    inference_num_gpus: float = 0.0  # Ray GPU share reserved for it (0: unreserved; Ray still lets it see the GPU)
 
 
 @dataclass
@@ -158,10 +166,19 @@ class EvalConfig:
     # Evaluation measured in env steps, for envs whose episodes are long or vary in length.
     env_steps: int = 0
     opponent: str = "random"
-    # What the final line reports and sweeps optimise: win_rate (against the opponent), return
-    # (mean episode return in those games), auto: return for single-agent envs and envs whose
-    # agents form one group (a co-op team), win_rate otherwise; or any metric key of the
-    # metrics rows (as stop.metric: eval_return_median, main/entropy; league.run.stops).
+    # A scripted player (league.population.scripted.SCRIPTED_PLAYERS, at league.negamax_depth)
+    # every learning policy also plays each round: the win-rate headline's opponent, where a
+    # game's preset declares one (connect four: negamax). null: none (the opponent above).
+    yardstick: str | None = None
+    # The game's shape (league.run.headline): auto (from the agents, env.groups and the rewards
+    # paid: every agent alike is coop, returns summing to a constant zero_sum, else
+    # general_sum), or single_agent, team, coop, zero_sum, general_sum declared.
+    shape: str = "auto"
+    # The headline: what the final line reports, summary.json holds and sweeps optimise.
+    # win_rate (each side's against the yardstick, else the opponent; mean over sides), return
+    # (each side's mean evaluation return; mean over sides), auto: the shape's (return for
+    # single_agent, team, coop and general_sum, win_rate for zero_sum); or any metric key of
+    # the metrics rows (as stop.metric: eval_return_median, main/entropy; league.run.stops).
     metric: str = "auto"
 
 

@@ -40,7 +40,7 @@ handle to that face.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, Union, runtime_checkable
 
 import numpy as np
@@ -65,8 +65,11 @@ __all__ = [
     "RestartsEpisodes",
     "HasIncarnation",
     "PlanFace",
+    "InferenceFace",
+    "UsesInference",
     "LearnerHandle",
     "SamplerHandle",
+    "InferenceHandle",
 ]
 
 T = TypeVar("T")
@@ -208,6 +211,53 @@ class HasIncarnation(Protocol):
 
 
 @runtime_checkable
+class InferenceFace(Protocol):
+    """Computes actions for samplers' policies on one device (``sampler.inference: server``;
+    :class:`~league.sampling.inference.InferenceServer`). A client is one sampler."""
+
+    def register_client(self, client: int) -> None:
+        """Forget whatever ``client`` held (it starts afresh)."""
+        ...
+
+    def add_policy(
+        self, client: int, policy_id: str, factory: PolicyFactory, weights: Weights | None, learns: bool, seed: int
+    ) -> bool:
+        """Host a policy for ``client``; False when it has no parameters (the sampler plays it itself)."""
+        ...
+
+    def remove_policy(self, client: int, policy_id: str) -> None:
+        """``client`` no longer plays ``policy_id``."""
+        ...
+
+    def compute_actions(
+        self, client: int, requests: Sequence[tuple[str, np.ndarray, np.ndarray]], explore: bool
+    ) -> list[dict[str, np.ndarray]]:
+        """Per ``(policy id, obs, mask)`` request, the policy's outputs (``compute_actions``'s columns)."""
+        ...
+
+    def set_weights(self, weights: Mapping[str, Weights]) -> None:
+        """Load weights per policy id, for every client."""
+        ...
+
+    def get_weights(self, policy_ids: list[str] | None = None) -> dict[str, dict[str, np.ndarray]]:
+        """The weights the hosted policies act with."""
+        ...
+
+    def reset_exploration(self, client: int, policy_ids: list[str]) -> None:
+        """Restart ``client``'s exploration schedules of these policies."""
+        ...
+
+
+@runtime_checkable
+class UsesInference(Protocol):
+    """A sampler that may play through an inference server (optional: :class:`~league.sampling.Sampler` has it)."""
+
+    def inference_server(self) -> InferenceHandle | None:
+        """The server its policies' forward passes run on, None when it runs them itself."""
+        ...
+
+
+@runtime_checkable
 class PlanFace(Protocol):
     """A dataflow plan: an iterator of training results with metrics; ``str()`` draws it."""
 
@@ -226,3 +276,5 @@ class PlanFace(Protocol):
 LearnerHandle = Remote[LearnerFace]
 #: A sampler, or a Ray actor handle running one.
 SamplerHandle = Remote[SamplerFace]
+#: An inference server, or a Ray actor handle running one.
+InferenceHandle = Remote[InferenceFace]

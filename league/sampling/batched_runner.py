@@ -6,7 +6,8 @@ steps every copy at once (``step``), hands each policy's postprocessed rows over
 fragment's end (``drain``: the ``MultiAgentBatch`` columns, with weights-version stamps,
 masks, ``eps_id``, ``agent_index``, ``t`` and the algorithm's postprocessing columns) and
 keeps finished episodes' results (``episode_stats``: per-seat returns, policies and
-win/draw/loss, :func:`episode_record`). Per step there is one policy forward per policy and
+win/draw/loss, :func:`episode_record`). Per step there is one policy forward per policy (policies an
+inference server hosts: one call to it for all of them, :func:`~league.sampling.inference.compute_all`) and
 no Python loop over env copies or agents: which policy acts in each row is a table lookup
 (``seat_policy[copy, agent]``), recording and reward credit are array writes
 (:mod:`league.sampling.row_store`). Python runs per *episode* (drawing its matchup from the
@@ -43,6 +44,7 @@ from league.batch import Columns as C
 from league.batch import SampleBatch
 from league.envs.batched import BatchedMultiAgentEnv, BatchStep, stack_rows
 from league.policy import Policy, PolicyFactory
+from league.sampling.inference import compute_all
 from league.sampling.matchups import Matchup, MatchupSource
 from league.sampling.row_store import RowStore
 
@@ -183,6 +185,7 @@ class BatchedRunner:
         codes = self._seat_policy[env_index, agent_index]
         present = np.flatnonzero(np.bincount(codes, minlength=len(self._pids)))
         parts: list[tuple[np.ndarray | None, np.ndarray]] = []
+        groups, inputs = [], []
         for code in present.tolist():
             rows = None if len(present) == 1 else np.flatnonzero(codes == code)
             pid = self._pids[code]
@@ -191,8 +194,12 @@ class BatchedRunner:
             except ValueError as err:  # ragged rows of different shapes: agents of several specs
                 agents = sorted({self._agents[a] for a in (agent_index if rows is None else agent_index[rows]).tolist()})
                 raise ValueError(f"policy '{pid}' plays agents of different specs ({agents}); one policy plays one spec") from err
-            policy = self._policies[pid]
-            out = policy.compute_actions(obs, mask, explore)
+            groups.append((code, rows, pid))
+            inputs.append((obs, mask))
+        # Every policy's forward pass; served ones (an inference server's) in one call per step.
+        policies = [self._policies[pid] for _, _, pid in groups]
+        outputs = compute_all(policies, inputs, explore)
+        for (code, rows, pid), (obs, mask), policy, out in zip(groups, inputs, policies, outputs):
             acts = np.asarray(out[C.ACTIONS])
             if acts.ndim == 1:  # Discrete; Box / MultiDiscrete rows [B, D] are checked by their distributions
                 legal = mask[np.arange(len(acts)), acts]

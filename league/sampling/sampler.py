@@ -10,6 +10,12 @@ envs are built, with their options (backend, exploring starts), is the
 expect: :meth:`sample`, :meth:`set_weights`, :meth:`pop_episode_stats`, plus policy
 membership and matchup control for the league. Use ``ray.remote(Sampler)`` to run it as an
 actor (see :func:`make_remote_samplers`).
+
+With an ``inference`` server (``sampler.inference: server``, :mod:`league.sampling.inference`)
+the sampler builds no model: each policy with parameters is hosted on the server, which the
+sampler's :class:`~league.sampling.inference.ServedPolicy` stand-ins call (one round trip per
+step); membership, weights and exploration resets are forwarded to it, and parameter-free
+policies (the random fixed member, scripted players) still run here.
 """
 
 from __future__ import annotations
@@ -25,7 +31,10 @@ from league.batch import MultiAgentBatch, SampleBatch
 from league.envs.base import AgentSpec
 from league.envs.factory import EnvFactory
 from league.policy import Policy, PolicyFactory
+from league.runtime.actors import call
+from league.runtime.faces import InferenceFace, InferenceHandle
 from league.sampling.batched_runner import BatchedRunner
+from league.sampling.inference import ServedPolicy
 from league.sampling.matchups import BlockedMatchups, MatchupSource
 
 if TYPE_CHECKING:
@@ -39,7 +48,10 @@ class Sampler:
     steps per env copy (so ``num_envs * fragment_length`` env steps per :meth:`sample`).
 
     ``env``: an :class:`EnvFactory` (the env, its kwargs, backend and exploring starts), or
-    an env name, with ``env_kwargs``, on the PettingZoo backend.
+    an env name, with ``env_kwargs``, on the PettingZoo backend. ``inference``: an
+    :class:`~league.sampling.inference.InferenceServer` (or its actor) that runs the forward
+    passes of the policies with parameters; the sampler is its client ``worker_index`` (one
+    sampler per index per server).
     """
 
     def __init__(
@@ -56,6 +68,7 @@ class Sampler:
         max_consecutive_env_failures: int = 5,
         torch_threads: int = 1,
         matchup_draws: int = 0,
+        inference: InferenceHandle | None = None,
     ) -> None:
         import torch
 
@@ -81,6 +94,9 @@ class Sampler:
         self._factories: dict[str, PolicyFactory] = {}
         self._policies: dict[str, Policy] = {}
         self._retiring: set[str] = set()  # removed, but still played by an episode in progress
+        self._server = inference
+        if inference is not None:  # a restarted sampler (same index) starts afresh on the server
+            call(inference, InferenceFace.register_client, worker_index)
         for pid, factory in (policies or {}).items():
             self.add_policy(pid, factory, learns=pid not in frozen)
         if matchups is None:
@@ -166,7 +182,12 @@ class Sampler:
         for pid, w in weights.items():
             if pid not in self._policies:
                 raise KeyError(f"sampler has no policy '{pid}' (known: {sorted(self._policies)})")
-            self._policies[pid].set_weights(dict(w))
+        served = {pid: w for pid, w in weights.items() if isinstance(self._policies[pid], ServedPolicy)}
+        if served and self._server is not None:  # one call for every served policy
+            call(self._server, InferenceFace.set_weights, served)
+        for pid, w in weights.items():
+            if pid not in served:
+                self._policies[pid].set_weights(dict(w))
 
     def reset_exploration(self, policy_ids: list[str]) -> None:
         """Restart the named policies' exploration schedules (e.g. DQN's epsilon): their
@@ -186,9 +207,16 @@ class Sampler:
         """
         from league.sampling.versioning import VersionedPolicy
 
-        policy = VersionedPolicy(factory.make_policy(seed=int(self._rng.integers(2**31)), learns=learns))
-        if weights is not None:
-            policy.set_weights(dict(weights))
+        seed = int(self._rng.integers(2**31))
+        policy: Policy
+        if self._server is not None and call(self._server, InferenceFace.add_policy, self._worker_index, policy_id, factory, weights, learns, seed):
+            policy = ServedPolicy(self._server, self._worker_index, policy_id, learns)
+        else:
+            if self._server is not None:  # no parameters: played here (a served one of that id is gone)
+                call(self._server, InferenceFace.remove_policy, self._worker_index, policy_id)
+            policy = VersionedPolicy(factory.make_policy(seed=seed, learns=learns))
+            if weights is not None:
+                policy.set_weights(dict(weights))
         self._factories[policy_id] = factory
         self._policies[policy_id] = policy
         self._retiring.discard(policy_id)
@@ -211,7 +239,8 @@ class Sampler:
         if self._eval_runner is not None:
             in_use |= self._eval_runner.policies_in_use()
         for pid in [p for p in self._retiring if p not in in_use]:
-            self._policies.pop(pid, None)
+            if isinstance(self._policies.pop(pid, None), ServedPolicy) and self._server is not None:
+                call(self._server, InferenceFace.remove_policy, self._worker_index, pid)
             self._factories.pop(pid, None)
             self._retiring.discard(pid)
 
@@ -238,7 +267,13 @@ class Sampler:
     def get_weights(self, policy_ids: list[str] | None = None) -> dict[str, dict[str, np.ndarray]]:
         """Weights the sampler currently acts with (to check they match the learner's)."""
         ids = self.policy_ids() if policy_ids is None else policy_ids
-        return {pid: self._policies[pid].get_weights() for pid in ids}
+        served = [pid for pid in ids if isinstance(self._policies[pid], ServedPolicy)]
+        weights = call(self._server, InferenceFace.get_weights, served) if served and self._server is not None else {}
+        return {pid: weights[pid] if pid in weights else self._policies[pid].get_weights() for pid in ids}
+
+    def inference_server(self) -> InferenceHandle | None:
+        """The inference server this sampler's policies run on (None: it runs them itself)."""
+        return self._server
 
     def ping(self) -> bool:
         """Liveness check."""
