@@ -195,7 +195,25 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
         check_metric_key(cfg.eval.metric, "eval.metric (auto, win_rate, return or a metric key)")
     if cfg.eval.opponent != "random":
         raise ValueError(f"eval.opponent '{cfg.eval.opponent}' is not supported (known: random)")
+    _check_eval(cfg, spec)
     return cfg
+
+
+def _check_eval(cfg: RunConfig, spec: Any) -> None:
+    """``eval.shape`` one of the shapes, ``eval.yardstick`` a scripted player that plays ``spec``'s agents."""
+    from league.run.headline import SHAPES
+
+    if cfg.eval.shape not in SHAPES:
+        raise ValueError(f"eval.shape must be one of {list(SHAPES)}, got {cfg.eval.shape!r}")
+    if cfg.eval.yardstick is not None:
+        from league.population.scripted import scripted_factory
+
+        if cfg.eval.yardstick == "random":
+            raise ValueError("eval.yardstick 'random' is already eval.opponent; name a scripted player (negamax) or null")
+        try:
+            scripted_factory(cfg.eval.yardstick, spec, cfg.league.negamax_depth, setting="eval.yardstick")
+        except (KeyError, ValueError) as err:
+            raise ValueError(f"eval.yardstick '{cfg.eval.yardstick}' cannot play env '{cfg.env.name}': {err}; set eval.yardstick=null") from err
 
 
 def _check_algorithm(name: str, spec: Any, params: dict[str, Any]) -> None:

@@ -2,8 +2,9 @@
 
 :func:`make_progress` picks one of three reporters from the run config: a live
 ``rich`` display (a bar towards whichever stop budget is nearest, plus iteration, env
-steps, steps/s, time left and the run's success metric: the best evaluation win rate, or
-the evaluation return where ``eval.metric`` resolves to it) when stdout is a terminal;
+steps, steps/s, time left and the run's headline (:mod:`league.run.headline`: per side the
+figure that fits the game, a win rate against the yardstick or a return, and its best so
+far) when stdout is a terminal;
 one plain line per iteration when it is not (logs, CI); nothing when ``verbose`` is
 off. The budget arithmetic is :func:`budget_status`, a pure function.
 """
@@ -16,7 +17,7 @@ from typing import Any, Protocol
 
 from league.config import RunConfig, StopConfig
 
-__all__ = ["ProgressReporter", "LiveProgress", "LineProgress", "NoProgress", "budget_status", "format_status", "make_progress"]
+__all__ = ["ProgressReporter", "LiveProgress", "LineProgress", "NoProgress", "budget_status", "format_status", "headline_status", "make_progress"]
 
 
 def budget_status(
@@ -99,12 +100,38 @@ def league_status(row: Mapping[str, Any], metric: str = "win_rate") -> str:
     return "  ".join(p for p in parts if p)
 
 
+def headline_status(row: Mapping[str, Any]) -> tuple[str, str] | None:
+    """``(figure, metric)`` of a row's ``headline`` (league.run.headline): its label, each side's
+    figure and the best value so far, plus the win rate against random where the headline's is
+    against a yardstick; None for a row without one."""
+    head = row.get("headline")
+    if not isinstance(head, Mapping):
+        return None
+    from league.run.headline import Headline
+
+    metric = str(head.get("metric"))
+    h = Headline(metric, head.get("shape"), str(head.get("opponent", "random")), dict(head.get("sides") or {}), head.get("value"), head.get("best"))
+    if metric not in ("win_rate", "return"):
+        return f"{metric} {_figure(row, metric)}", metric
+    sides = " ".join(f"{pid}={v:.3f}" if metric == "win_rate" else f"{pid}={v:.3g}" for pid, v in h.sides.items()) or "-"
+    best = "" if h.best is None else f" (best {h.best:.3f})" if metric == "win_rate" else f" (best {h.best:.3g})"
+    figure = f"{h.label()} {sides}{best}"
+    wr = row.get("win_rate_vs_random") or {}
+    if metric == "win_rate" and h.opponent != "random" and wr:
+        figure += "  vs random " + " ".join(f"{pid}={w:.3f}" for pid, w in wr.items())
+    return figure, metric
+
+
 def format_status(row: Mapping[str, Any], seconds_left: float | None, best_win_rate: float | None, metric: str = "win_rate") -> str:
-    """One-line summary of an iteration's metrics row, led by the run's success metric
-    (``eval.metric`` resolved): the win rate against random, for ``return`` (co-op and
+    """One-line summary of an iteration's metrics row, led by the run's headline (its
+    ``headline``: :func:`headline_status`); a row without one by ``metric`` (``eval.metric``
+    resolved from the config alone): the win rate against random, for ``return`` (co-op and
     single-agent envs, where the win rate is a meaningless 0) the evaluation mean return,
     or the figure a metric key names."""
-    if metric == "return":
+    led = headline_status(row)
+    if led is not None:
+        figure, metric = led
+    elif metric == "return":
         figure = _returns(row) or "return -"
     elif metric != "win_rate":  # a metric key (eval.metric=<key>, league.run.stops)
         figure = f"{metric} {_figure(row, metric)}"
@@ -191,13 +218,16 @@ class LiveProgress(_Budgeted):
     def update(self, row: Mapping[str, Any], elapsed_s: float, best_win_rate: float | None) -> None:
         """Move the bar and rewrite the status text."""
         fraction, left = self._status(row, elapsed_s)
-        if self.metric == "return":
+        metric, led = self.metric, headline_status(row)
+        if led is not None:
+            figure, metric = led
+        elif self.metric == "return":
             figure = _returns(row) or "return -"
         else:
             figure = "best win " + ("-" if best_win_rate is None else f"{best_win_rate:.3f}")
         status = (
             f"iter {row['iteration']}  {row['env_steps']:,} steps  {row['env_steps_per_s']:,.0f}/s  "
-            f"left {_duration(left)}  {figure}  {league_status(row, self.metric)}"
+            f"left {_duration(left)}  {figure}  {league_status(row, metric)}"
         ).rstrip()
         self._progress.update(self._task, completed=fraction, status=status)
         self._progress.refresh()

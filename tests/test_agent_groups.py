@@ -95,13 +95,21 @@ def test_simple_tag_trains_predators_and_prey_each_with_its_own_league(tmp_path)
     assert any(s.startswith("adversary@") for s in summary["snapshots"]) and any(s.startswith("agent@") for s in summary["snapshots"])
     assert summary["payoff"]["pairs"], "group-vs-group results reach the payoff table"
     assert set(summary["eval_return_mean"]) == {"adversary", "agent"}
-    # The run's figure is its weaker side's, each side's a share of its 4 evaluation games
-    # (SHORT's eval.episodes) as the last metrics row logged it.
+    # Each side's win rate, a share of its 4 evaluation games (SHORT's eval.episodes) as the
+    # last metrics row logged it; final_win_rate_vs_random is still the weaker side's.
     rates = summary["win_rates_vs_random"]
     assert set(rates) == {"adversary", "agent"} and summary["final_win_rate_vs_random"] == min(rates.values())
     assert all((4 * r).is_integer() for r in rates.values()), rates
     last = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()][-1]
     assert last["win_rate_vs_random"] == rates
+    # The headline (issue 38): the prey never holds the strictly highest return, so no win rate
+    # (min or mean) says anything; the sides' returns against random do, and their mean leads.
+    head = summary["headline"]
+    assert (head["shape"], head["metric"], summary["metric"]) == ("general_sum", "return", "return")
+    assert head["sides"] == summary["eval_return_mean"] and head["value"] == summary["final_metric"] == pytest.approx(
+        sum(head["sides"].values()) / 2, abs=1e-4
+    )
+    assert last["headline"]["sides"] == head["sides"]
 
 
 @needs_mpe2
@@ -111,7 +119,13 @@ def test_explicit_groups_and_policies_per_side_with_different_action_spaces(tmp_
     summary = run_job(_values(env, policies=policies), str(tmp_path))
     # "talk" plays the speakers, the listener group gets a policy of its own (algo).
     assert {pid: p["group"] for pid, p in summary["config"]["policies"].items()} == {"talk": "speaker", "listener": "listener"}
-    assert summary["metric"] == "win_rate" and set(summary["eval_return_mean"]) == {"talk", "listener"}
+    assert set(summary["eval_return_mean"]) == {"talk", "listener"}
+    # Both sides are paid alike: the rewards show a co-op game (issue 38), so the headline is the
+    # team return, each side's as it played with a random partner, never a meaningless 0.0 win rate.
+    head = summary["headline"]
+    assert (head["shape"], head["metric"], summary["metric"]) == ("coop", "return", "return")
+    assert set(head["sides"]) == {"talk", "listener"} and all(v < 0 for v in head["sides"].values())
+    assert summary["final_metric"] == head["value"] == pytest.approx(sum(head["sides"].values()) / 2, abs=1e-4)
 
 
 @needs_mpe2

@@ -252,4 +252,4 @@ def test_a_single_agent_run_logs_the_median_return_and_its_progress_line_leads_w
     assert all(set(r["eval_return_median"]) == set(r["eval_return_mean"]) for r in rows) and rows[-1]["eval_return_median"]["main"] >= 1.0
     assert summary["eval_return_median"] == rows[-1]["eval_return_median"]
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("iter ")]
-    assert len(lines) == 2 and all("win_rate" not in line for line in lines) and "  return main=" in lines[-1]
+    assert len(lines) == 2 and all("win_rate" not in line for line in lines) and "  mean return main=" in lines[-1]

@@ -84,21 +84,10 @@ def run_job(values: dict[str, Any], output_dir: str) -> dict[str, Any]:
         raise SystemExit(2) from None
     finally:
         trainer.close()
-    from league.run.build import success_metric
-    from league.run.stops import final_value
+    from league.run.headline import final_figure
 
-    # Co-op and single-agent envs have no winner: their figure is the mean episode return.
-    metric = success_metric(run_cfg)
-    summary["metric"] = metric
-    if metric == "return":
-        summary["final_metric"] = summary["final_return_mean"]
-        figure = f"mean return {summary['final_return_mean']} (per policy {summary['eval_return_mean']})"
-    elif metric == "win_rate":
-        summary["final_metric"] = summary["final_win_rate_vs_random"]
-        figure = f"win rate vs random {summary['final_win_rate_vs_random']}"
-    else:  # a metric key: its value in the last metrics row that reported it
-        summary["final_metric"] = final_value(trainer.history, metric)
-        figure = f"{metric} {summary['final_metric']}"
+    # The headline that fits the game (league.run.headline): a win rate, a return or a metric key.
+    figure = final_figure(summary, trainer.history)
     print(
         f"league-train: done in {summary['wall_time_s']} s, {summary['iterations']} iterations, {summary['env_steps']} env steps "
         f"({summary['env_steps_per_s']} steps/s), {figure}; "

@@ -24,7 +24,8 @@ from league.runtime.actors import is_ray_actor, resolve, share, submit
 from league.runtime.recovery import on_sampler_restart
 from league.learn import Learner, LearnerGroup
 from league.leagues import TrainingLeague
-from league.policy import RandomPolicyFactory
+from league.policy import PolicyFactory, RandomPolicyFactory
+from league.population.scripted import scripted_factory
 from league.resume import sampler_seed
 from league.runtime.faces import LearnerFace, LearnerHandle, PlanFace, SamplerFace, SamplerHandle
 from league.sampling import Sampler, make_remote_samplers
@@ -166,6 +167,14 @@ def _random_factory(algorithms: Mapping[str, Algorithm]) -> RandomPolicyFactory:
     return RandomPolicyFactory.for_spec(next((a.agent_spec for a in algorithms.values()), None))
 
 
+def _yardstick(cfg: RunConfig, algorithms: Mapping[str, Algorithm]) -> dict[str, PolicyFactory]:
+    """``eval.yardstick``'s scripted player, by its name ({} without one)."""
+    if cfg.eval.yardstick is None:
+        return {}
+    spec = next(a.agent_spec for a in algorithms.values())
+    return {cfg.eval.yardstick: scripted_factory(cfg.eval.yardstick, spec, cfg.league.negamax_depth, setting="eval.yardstick")}
+
+
 def make_samplers(cfg: RunConfig, iteration: int, algorithms: Mapping[str, Algorithm], league: TrainingLeague) -> list[SamplerHandle]:
     """The run's samplers (Ray actors or in-process), holding every policy the league needs,
     seeded for a run (re)started at ``iteration``."""
@@ -173,8 +182,8 @@ def make_samplers(cfg: RunConfig, iteration: int, algorithms: Mapping[str, Algor
     s = cfg.sampler
     kwargs: dict[str, Any] = dict(
         env=EnvFactory(cfg.env.name, cfg.env.kwargs, cfg.env.backend, cfg.env.opening_plies),
-        policies={**algorithms, EVAL_OPPONENT: _random_factory(algorithms), **{pid: f for pid, (f, _) in frozen.items()}},
-        frozen=(EVAL_OPPONENT, *frozen),
+        policies={**algorithms, EVAL_OPPONENT: _random_factory(algorithms), **_yardstick(cfg, algorithms), **{pid: f for pid, (f, _) in frozen.items()}},
+        frozen=tuple(dict.fromkeys((EVAL_OPPONENT, *_yardstick(cfg, algorithms), *frozen))),
         matchups=league.matchups(),
         num_envs=s.num_envs,
         fragment_length=s.fragment_length,

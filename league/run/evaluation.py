@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import statistics
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from league.runtime.actors import Pending, is_ray_actor, resolve, resolve_lenient, submit
@@ -112,10 +112,12 @@ class EpisodeFeed:
 
 
 class EvaluationRounds:
-    """Greedy evaluation against ``opponent`` and the league's scheduled games.
+    """Greedy evaluation against ``opponent`` (and ``yardstick``, a scripted player, where one
+    is given) and the league's scheduled games; ``observe`` is handed every round's episodes.
 
     Attributes:
         win_rates: the latest win rate of each learning policy against the opponent.
+        yardstick_win_rates: the latest win rate of each learning policy against the yardstick.
         returns: the latest mean episode return of each learning policy in those games
             (the success metric of co-op and single-agent envs, where nobody wins).
         medians: the latest median episode return of each learning policy in those games.
@@ -123,8 +125,14 @@ class EvaluationRounds:
         lost_sampler_calls: evaluation calls lost with their sampler.
     """
 
-    def __init__(self, opponent: str, episodes: int, env_steps: int = 0) -> None:
+    def __init__(
+        self, opponent: str, episodes: int, env_steps: int = 0, yardstick: str | None = None,
+        observe: Callable[[Sequence[Mapping[str, Any]]], None] | None = None,
+    ) -> None:  # fmt: skip
         self.opponent = opponent
+        self.yardstick = yardstick
+        self.observe = observe  # the run's headline takes the rewards paid as evidence of the game's shape
+        self.yardstick_win_rates: dict[str, float] = {}
         self.episodes = episodes
         self.env_steps = env_steps  # eval.env_steps: each policy's games end after this many env steps (0: off)
         self.win_rates: dict[str, float] = {}
@@ -132,8 +140,8 @@ class EvaluationRounds:
         self.medians: dict[str, float] = {}
         self.best_win_rate: float | None = None
         self.lost_sampler_calls = 0
-        # (policy, or None: league games; calls)
-        self._pending: list[tuple[str | None, list[tuple[SamplerHandle, Pending[list[dict[str, Any]]]]]]] = []
+        # (policy, or None: league games; its opponent; calls)
+        self._pending: list[tuple[str | None, str, list[tuple[SamplerHandle, Pending[list[dict[str, Any]]]]]]] = []
 
     @property
     def running(self) -> bool:
@@ -151,37 +159,43 @@ class EvaluationRounds:
         games = league.evaluation_matchups()
         # The calls a sampler plays one after the other share the time; in-process samplers
         # run one after the other too.
-        turns = (len(league.learning) + bool(games)) * (1 if any(is_ray_actor(s) for s in samplers) else len(samplers))
+        opponents = [self.opponent, *([self.yardstick] if self.yardstick else [])]
+        turns = (len(league.learning) * len(opponents) + bool(games)) * (1 if any(is_ray_actor(s) for s in samplers) else len(samplers))
         limit = None if time_limit_s is None else max(0.0, time_limit_s) / turns
         for pid in league.learning:
-            matchups = league.evaluation_source(pid, self.opponent)
-            self._pending.append((pid, [
-                (s, submit(s, SamplerFace.evaluate, per, matchups, time_limit_s=limit, max_env_steps=steps)) for s in samplers
-            ]))
+            for opponent in opponents:
+                matchups = league.evaluation_source(pid, opponent)
+                self._pending.append((pid, opponent, [
+                    (s, submit(s, SamplerFace.evaluate, per, matchups, time_limit_s=limit, max_env_steps=steps)) for s in samplers
+                ]))
         if games:  # the league's own games, split between samplers
             shares = [games[i :: len(samplers)] for i in range(len(samplers))]
             calls = [
                 (s, submit(s, SamplerFace.evaluate, len(m), MatchupBatch(m), time_limit_s=limit)) for s, m in zip(samplers, shares) if m
             ]
-            self._pending.append((None, calls))
+            self._pending.append((None, "", calls))
 
     def collect(self, league: TrainingLeague, block: bool) -> None:
         """Take a round's results once every call has arrived (or wait for them: ``block``)."""
         if not self._pending:
             return
-        refs = [r for _, calls in self._pending for s, r in calls if is_ray_actor(s)]
+        refs = [r for _, _, calls in self._pending for s, r in calls if is_ray_actor(s)]
         if refs and not block:
             import ray
 
             ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
             if len(ready) < len(refs):
                 return
-        for pid, calls in self._pending:
+        for pid, opponent, calls in self._pending:
             results, failed = resolve_lenient([r for _, r in calls], [s for s, _ in calls], default=[])
             self.lost_sampler_calls += failed
             episodes = [e for eps in results for e in eps]
+            if self.observe is not None:
+                self.observe(episodes)
             if pid is None:
                 league.record(episodes)
+            elif episodes and opponent != self.opponent:  # the yardstick's games: a win rate only
+                self.yardstick_win_rates[pid] = wins_of(pid, episodes)
             elif episodes:  # every sampler of this evaluation lost: no result, not a 0
                 self.win_rates[pid] = wins_of(pid, episodes)
                 mean, median = mean_return_of(pid, episodes), median_return_of(pid, episodes)

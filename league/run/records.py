@@ -88,6 +88,7 @@ def summary(
         "env_steps": run.env_steps,
         "wall_time_s": round(elapsed, 1),
         "env_steps_per_s": run.steps_per_s(elapsed),
+        # The weakest side's: what summaries said before the headline (league.run.headline) existed.
         "final_win_rate_vs_random": min(win_rates.values()) if win_rates else None,
         "win_rates_vs_random": dict(win_rates),
         **extra,
@@ -124,6 +125,14 @@ def write_run_checkpoint(
     )  # fmt: skip
 
 
+def _win_rate_met(threshold: float, row: Mapping[str, Any] | None, win_rates: Mapping[str, float]) -> bool:
+    """``stop.win_rate``: every side's win rate in the headline (against the yardstick where one
+    is played) when the headline is a win rate, else every side's win rate against random."""
+    head = (row or {}).get("headline") or {}
+    rates: Mapping[str, float] = (head.get("sides") or {}) if head.get("metric") == "win_rate" else win_rates
+    return bool(rates) and min(rates.values()) >= threshold
+
+
 def stop_reached(
     stop: StopConfig, run: RunClock, elapsed: float, win_rates: Mapping[str, float], returns: Mapping[str, float] | None = None
 ) -> bool:
@@ -137,6 +146,6 @@ def stop_reached(
         or (stop.env_steps and run.env_steps >= stop.env_steps)
         or (stop.iterations and run.iteration >= stop.iterations)
         or (stop.time_s and elapsed >= stop.time_s)
-        or (stop.win_rate and win_rates and min(win_rates.values()) >= stop.win_rate)
+        or (stop.win_rate and _win_rate_met(stop.win_rate, run.latest_row, win_rates))
         or (stop.return_mean is not None and returns and min(returns.values()) >= stop.return_mean)
     )

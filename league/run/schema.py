@@ -189,7 +189,9 @@ class StopConfig:
     env_steps: int = 0
     iterations: int = 0
     time_s: float = 540.0
-    win_rate: float = 0.0  # stop once eval win rate >= this (0: off)
+    # Stop once every side's win rate in the headline (against eval.yardstick where one is
+    # played, else the opponent) is >= this (0: off); a return headline: use return_mean.
+    win_rate: float = 0.0
     # Stop once every learning policy's evaluation mean episode return is >= this (null: off);
     # the criterion for co-op and single-agent envs (cartpole: 475), where nobody wins.
     return_mean: float | None = None

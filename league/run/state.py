@@ -30,6 +30,7 @@ from league.resume import driver_rng_state, load_resume_checkpoint, restore_leag
 from league.run import build, records
 from league.run.budget import Budget
 from league.run.evaluation import EpisodeFeed, EvaluationRounds
+from league.run.headline import Headline, Headlines
 from league.run.records import RunClock
 from league.run.recovery import recover_learner
 from league.runtime import start_ray
@@ -57,8 +58,14 @@ class Run:
     evaluation: EvaluationRounds
     initial_states: dict[str, bytes]  # each learning policy's state at its creation: what exploiters are reset to
     fallback_states: dict[str, bytes]  # a dead learner's policies' source before any checkpoint of this run
+    headlines: Headlines  # the game's shape and the run's headline figure (league.run.headline)
     resumed_from: Path | None = None  # the checkpoint this run resumed from
     learner_restores: int = 0  # dead learner actors restored so far
+
+    def headline(self, row: dict[str, Any] | None = None) -> Headline:
+        """The run's headline from the latest evaluation (a metric key's from ``row``)."""
+        ev = self.evaluation
+        return self.headlines.current(ev.win_rates, ev.returns, ev.yardstick_win_rates, row)
 
     @property
     def win_rates(self) -> dict[str, float]:
@@ -83,6 +90,7 @@ class Run:
         train_steps = self.run_plan(budget)
         self.clock.iteration += 1
         stats = self.episodes.next(self.samplers, self.league)
+        self.headlines.observe(stats)
         self.league.update(self.clock.iteration, self.plan.metrics.counters, self.learner, self.samplers)
         if self.cfg.eval.interval and self.clock.iteration % self.cfg.eval.interval == 0 and not evaluation.running:
             evaluation.start(self.samplers, self.league, budget.time_left_s(elapsed + time.perf_counter() - t0))
@@ -91,8 +99,10 @@ class Run:
         extra = {
             "learner_restores": self.learner_restores, "lost_sampler_calls": self.episodes.lost_sampler_calls + evaluation.lost_sampler_calls,
             "eval_return_mean": dict(evaluation.returns), "eval_return_median": dict(evaluation.medians),
+            **({"yardstick": {"opponent": evaluation.yardstick, "win_rate": dict(evaluation.yardstick_win_rates)}} if evaluation.yardstick else {}),
         }  # fmt: skip
         row = records.metrics_row(self.clock, time_s, train_steps, stats, self.plan, self.league, self.learner, evaluation.win_rates, extra)
+        row["headline"] = self.headline(row).as_dict()
         return row, time_s
 
     def run_plan(self, budget: Budget) -> int:
@@ -187,7 +197,8 @@ def build_run(cfg: RunConfig, clock: RunClock) -> Run:
     learner: Learner | LearnerGroup | None = None
     samplers: list[SamplerHandle] = []
     try:
-        evaluation = EvaluationRounds(build.EVAL_OPPONENT, cfg.eval.episodes, cfg.eval.env_steps)
+        headlines = _headlines(cfg, agents)
+        evaluation = EvaluationRounds(build.EVAL_OPPONENT, cfg.eval.episodes, cfg.eval.env_steps, cfg.eval.yardstick, headlines.observe)
         counters: dict[str, int] = {}
         if checkpoint is not None:
             restored = restore_league(checkpoint, league)
@@ -216,8 +227,17 @@ def build_run(cfg: RunConfig, clock: RunClock) -> Run:
     return Run(
         cfg=cfg, clock=clock, learning=learning, algorithms=algorithms, league=league, learner=learner, samplers=samplers,
         plan=plan, episodes=EpisodeFeed(), evaluation=evaluation, initial_states=initial_states, fallback_states=fallback_states,
+        headlines=headlines,
         resumed_from=checkpoint.path if checkpoint is not None else None,
     )  # fmt: skip
+
+
+def _headlines(cfg: RunConfig, agents: list[str]) -> Headlines:
+    """The run's headline keeper: its sides are ``env.groups`` (else one per agent)."""
+    sides = len(cfg.env.groups) or len(agents)
+    # Without groups every agent has the same spaces (build.agent_spec refuses otherwise).
+    one_spec = sides < 2 or not cfg.env.groups or len(set(build.agent_specs(cfg).values())) == 1
+    return Headlines(cfg.eval.metric, cfg.eval.shape, len(agents), sides, one_spec, cfg.eval.yardstick)
 
 
 def close_samplers(samplers: list[SamplerHandle]) -> None:
