@@ -108,11 +108,15 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
         raise
     except TypeError as err:
         raise ValueError(f"env '{cfg.env.name}' rejected env.kwargs {cfg.env.kwargs}: {err}") from err
-    from league.run.env_checks import bound_fragment_memory, check_openings, check_symmetry, policy_group, resolve_env_groups
+    from league.run.env_checks import (
+        bound_fragment_memory, check_exact_game, check_openings, check_symmetry, policy_group, probe_env, resolve_env_groups,
+    )
 
     try:
         specs = {agent: env.spec(agent) for agent in env.possible_agents}
         check_openings(cfg, env)
+        probe_env(cfg, env, specs)  # a kwarg the constructor only stores fails at the first reset or step
+        check_exact_game(cfg, env)
     finally:
         env.close()
 
@@ -169,6 +173,7 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
         raise ValueError(f"league.opponent_sampling must be 'uniform' or 'pfsp', got '{cfg.league.opponent_sampling}'")
     if not 0.0 <= cfg.league.self_play_prob <= 1.0:
         raise ValueError(f"league.self_play_prob must lie in [0, 1], got {cfg.league.self_play_prob}")
+    _check_fixed_shares(cfg.league)
     _check_league(cfg)
     if isinstance(cfg.ray.address, str) and cfg.ray.address.startswith("ray://"):
         raise ValueError(
@@ -180,8 +185,6 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
     unknown_fixed = sorted(set(cfg.league.fixed_opponents) - set(scripted_player_names()))
     if unknown_fixed:
         raise ValueError(f"league.fixed_opponents has unknown player(s) {unknown_fixed}; known: {scripted_player_names()}")
-    if sum(cfg.league.fixed_opponents.values()) + cfg.league.self_play_prob > 1.0 + 1e-9:
-        raise ValueError("league.fixed_opponents shares plus league.self_play_prob must sum to <= 1")
     if cfg.checkpoint.interval < 0 or cfg.checkpoint.keep_last < 1:
         raise ValueError(
             f"checkpoint.interval must be >= 0 and checkpoint.keep_last >= 1, got {cfg.checkpoint.interval} and {cfg.checkpoint.keep_last}"
@@ -225,6 +228,23 @@ def _check_algorithm(name: str, spec: Any, params: dict[str, Any]) -> None:
     algorithm = ALGORITHMS[name](spec, params)
     with torch.random.fork_rng(devices=[]):
         algorithm.make_model()
+
+
+def _check_fixed_shares(league: LeagueConfig) -> None:
+    """Each fixed member's share a number in [0, 1], and with ``self_play_prob`` at most 1; a
+    member of share 0 is dropped (``league.fixed_opponents.random=0``: no random member, as
+    ``{}`` cannot say in a file that Hydra merges over the default league's)."""
+    shares = league.fixed_opponents or {}
+    for pid, share in shares.items():
+        if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0.0 <= share <= 1.0:
+            raise ValueError(f"league.fixed_opponents.{pid} must be a share in [0, 1], got {share!r}")
+    total = sum(shares.values()) + league.self_play_prob
+    if total > 1.0 + 1e-9:
+        raise ValueError(
+            f"league.fixed_opponents {dict(shares)} plus league.self_play_prob {league.self_play_prob} sum to "
+            f"{total:g} > 1; lower them (league.fixed_opponents.<member>=0 drops a member)"
+        )
+    league.fixed_opponents = {pid: share for pid, share in shares.items() if share > 0}
 
 
 def _fill_group_policies(cfg: RunConfig) -> None:

@@ -30,7 +30,7 @@ AGENTS = ("player_1", "player_2")
         ({"sampler": {"num_samplers": 0}}, r"sampler.num_samplers must be >= 1"),
         ({"sampler": {"fragment_length": 0}}, r"sampler.fragment_length must be >= 1"),
         ({"league": {"fixed_opponents": {"stockfish": 0.1}}}, r"league.fixed_opponents has unknown player\(s\) \['stockfish'\]"),
-        ({"league": {"fixed_opponents": {"random": 0.9}}}, r"shares plus league.self_play_prob must sum to <= 1"),
+        ({"league": {"fixed_opponents": {"random": 0.9}}}, r"league.fixed_opponents \{'random': 0.9\} plus league.self_play_prob 0.2 sum to 1.1 > 1"),
         ({"checkpoint": {"interval": -1}}, r"checkpoint.interval must be >= 0"),
         ({"checkpoint": {"keep_last": 0}}, r"checkpoint.keep_last >= 1"),
         ({"resume": ""}, r"resume must be a checkpoint path"),

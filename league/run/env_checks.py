@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from league.envs.base import MultiAgentEnv
 
 __all__ = ["MAX_FRAGMENT_BYTES", "bound_fragment_memory", "resolve_env_groups", "policy_group", "check_openings",
-           "check_symmetry"]
+           "check_symmetry", "probe_env", "check_exact_game"]
 
 
 #: The most observation bytes one sampler's fragment may hold; larger configs are shrunk.
@@ -142,3 +142,83 @@ def check_symmetry(cfg: RunConfig, specs: Iterable[Any]) -> None:
     if isinstance(kind, str) and kind in SYMMETRIES and _unfit(cfg, f"algo.params.model_kwargs.symmetry={kind}", specs,
                                      lambda spec: symmetry_group(kind, spec.obs_shape, spec.num_actions)):
         cfg.algo.params["model_kwargs"] = {k: v for k, v in kwargs.items() if k != "symmetry"}
+
+
+def probe_env(cfg: RunConfig, env: MultiAgentEnv, specs: Mapping[str, Any]) -> None:
+    """Reset ``env`` and take one step of uniformly random legal actions, so that a kwarg the
+    constructor stores without looking at (``env.kwargs.max_cycles=abc``) fails here, before
+    Ray starts, and not in a sampler later: a ``TypeError``/``ValueError`` becomes a
+    ``ValueError`` naming ``env.kwargs`` and the values its message points at."""
+    from league.policy import RandomPolicy
+
+    try:
+        step = env.reset(seed=0)
+        actions: dict[str, Any] = {}
+        for agent, obs in step.obs.items():
+            spec = specs[agent]
+            bounds = (spec.action_low, spec.action_high) if spec.continuous else None
+            policy = RandomPolicy(seed=0, action_bounds=bounds, action_nvec=spec.action_nvec)
+            action = policy.compute_actions(obs[None], step.masks[agent][None])["actions"][0]
+            actions[agent] = action if spec.continuous or spec.action_nvec is not None else int(action)
+        if actions:
+            env.step(actions)
+    except (TypeError, ValueError, RuntimeError) as err:
+        cause: BaseException | None = err  # the adapters wrap an env's own error in a RuntimeError naming the env
+        while cause is not None and not isinstance(cause, (TypeError, ValueError)):
+            cause = cause.__cause__
+        if cause is None:
+            raise
+        raise ValueError(
+            f"env '{cfg.env.name}' failed its first reset and step with {_suspects(cfg.env.kwargs, cause)}: "
+            f"{type(cause).__name__}: {cause}; fix or drop the env.kwargs named"
+        ) from err
+
+
+def _suspects(kwargs: Mapping[str, Any], err: BaseException) -> str:
+    """The env kwargs an error's message points at (those whose value's type it names, e.g.
+    ``'str'``), else all of them, as ``env.kwargs.<key>=<value>`` to fix."""
+    message = str(err)
+    named = {k: v for k, v in kwargs.items() if f"'{type(v).__name__}'" in message}
+    # '>=' between 'int' and 'str': the command line gives a mistyped number as a string.
+    shown = {k: v for k, v in named.items() if isinstance(v, str)} or named or kwargs
+    if not shown:
+        return "no env.kwargs (the env's own defaults)"
+    return "env.kwargs " + ", ".join(f"{k}={v!r} ({type(v).__name__})" for k, v in shown.items())
+
+
+def check_exact_game(cfg: RunConfig, env: MultiAgentEnv) -> None:
+    """What the league's exact path needs (:class:`~league.leagues.exact.ExactMetaGame`), checked
+    before Ray starts: ``league.exploitability_interval``, a coordinated recipe's
+    ``league.meta_game: exact`` and a ``league.meta_strategy`` other than nash need an OpenSpiel
+    game (the exact evaluator walks its tree), and an env that would truncate episodes the game
+    can play out (``env.kwargs.max_episode_steps``) would be scored as a different game."""
+    from league.envs.registry import openspiel_game_of
+    from league.leagues.exact import META_STRATEGIES
+
+    league, coordinated = cfg.league, cfg.league.recipe != "selfplay"
+    wanted = [
+        setting for setting, on in (
+            (f"league.exploitability_interval={league.exploitability_interval}", league.exploitability_interval > 0),
+            ("league.meta_game=exact", coordinated and league.meta_game == "exact"),
+            (f"league.meta_strategy={league.meta_strategy}", coordinated and league.meta_strategy in META_STRATEGIES and league.meta_strategy != "nash"),
+        ) if on
+    ]  # fmt: skip
+    game = openspiel_game_of(cfg.env.name)
+    if wanted and game is None:
+        raise ValueError(
+            f"{' and '.join(wanted)} scores players exactly on an OpenSpiel game's tree (kuhn_poker, leduc_poker, "
+            f"openspiel:<game>), and env '{cfg.env.name}' is none; use league.meta_game=empirical (payoffs from "
+            "played games), leave league.meta_strategy=nash and league.exploitability_interval=0"
+        )
+    if game is None or not (league.exploitability_interval or (coordinated and league.meta_game != "empirical")):
+        return
+    from league.envs.openspiel_env import OpenSpielEnv
+
+    if isinstance(env, OpenSpielEnv) and env.max_episode_steps is not None:
+        longest = env.game.max_game_length()
+        if env.max_episode_steps < longest:
+            raise ValueError(
+                f"env.kwargs.max_episode_steps={env.max_episode_steps} truncates '{cfg.env.name}' episodes, but its game "
+                f"lasts up to {longest} decisions: the exact meta-game and exploitability would score a different game; "
+                f"raise it to {longest}, drop it, or use league.meta_game=empirical and league.exploitability_interval=0"
+            )
