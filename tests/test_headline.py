@@ -132,3 +132,39 @@ def test_the_progress_line_leads_with_the_headline():
     tag = {**row, "headline": {"metric": "return", "shape": "general_sum", "opponent": "random", "value": 2.0, "best": 2.0,
                                "sides": {"predator": 12.0, "prey": -8.0}}}  # fmt: skip
     assert "mean return predator=12 prey=-8 (best 2)" in format_status(tag, 60.0, None)
+
+
+def test_the_cartpole_experiment_evaluates_so_its_headline_is_its_mean_return(tmp_path):
+    """`+experiment=cartpole_ppo` (its file's eval section, shortened only in length): the final line's
+    figure and the sweep value are the greedy mean return, a number (a CartPole episode pays >= 8)."""
+    from league.cli.train import run_job
+    from tests.run_helpers import composed_values
+
+    values = composed_values("+experiment=cartpole_ppo")
+    assert values["eval"]["interval"] > 0, "the experiment file must evaluate, else its headline is None"
+    short = {"sampler": {**values["sampler"], "remote": False, "num_envs": 4}, "iteration": {"min_env_steps": 256},
+             "algo": {"name": "ppo", "params": {**values["algo"]["params"], "train_batch_size": 256, "num_epochs": 1}},
+             "eval": {**values["eval"], "interval": 1, "episodes": 4}, "stop": {**values["stop"], "env_steps": 0, "iterations": 2, "time_s": 0},
+             "logging": {"tensorboard": False, "progress": False}, "verbose": False}  # fmt: skip
+    summary = run_job({**values, **short}, str(tmp_path))
+    head = summary["headline"]
+    assert (head["shape"], head["metric"], summary["metric"]) == ("single_agent", "return", "return")
+    assert isinstance(summary["final_metric"], float) and summary["final_metric"] == head["value"] == head["sides"]["main"] >= 8.0
+
+
+def test_connect_fours_preset_declares_negamax_and_each_side_plays_it(tmp_path):
+    """The preset's yardstick (eval.yardstick: negamax at league.negamax_depth) is played beside random:
+    the headline's win rate is against it, the random player's figure stays in the row."""
+    from league.cli.train import run_job
+    from league.presets import resolve_preset
+    from tests.run_helpers import short_run_values
+
+    preset = resolve_preset("auto", "connect_four")
+    assert preset is not None and preset.values["eval"]["yardstick"] == "negamax"
+    values = short_run_values({"name": "connect_four"}, eval={"interval": 1, "episodes": 8, "yardstick": "negamax"})
+    summary = run_job(values, str(tmp_path))
+    head = summary["headline"]
+    assert (head["shape"], head["metric"], head["opponent"]) == ("zero_sum", "win_rate", "negamax")
+    assert head["sides"] == summary["yardstick"]["win_rate"] and set(head["sides"]) == {"main"}
+    assert all((8 * r).is_integer() for r in head["sides"].values())  # a share of 8 games
+    assert set(summary["win_rates_vs_random"]) == {"main"}  # still played

@@ -8,6 +8,7 @@
   sees the double threats the mover can make and those it must not allow);
 * exploring starts (``env.opening_plies``), a league that plays itself in half the games and
   the random member in 5%, snapshots 300k agent steps apart;
+* evaluation against negamax at depth 2 as well as random (``eval.yardstick``): the headline;
 * 128 C++ boards x 32 steps per fragment, two matchups per block of episodes, and two
   threads for the update that runs while samplers wait (bulk-synchronous PPO).
 """
@@ -36,6 +37,9 @@ PRESET = Preset(
                 "aux_loss_kwargs": {"depth": 4},
             },
         },
+        # The progress line's and final line's win rate is against negamax at depth 2
+        # (league.negamax_depth): the random player is beaten within a minute, this one not for long.
+        "eval": {"yardstick": "negamax"},
         "league": {"recipe": "selfplay", "snapshot_steps": 300_000, "self_play_prob": 0.5, "fixed_opponents": {"random": 0.05}},
         "learner": {"num_threads": 2, "num_threads_while_sampling": 1},
         "sampler": {"num_envs": 128, "fragment_length": 32, "matchup_draws": 2},
