@@ -20,6 +20,8 @@ from league.policy import RandomPolicyFactory
 from league.sampling import FixedMatchups, OpponentSampling, Sampler
 from league.sampling.batched_runner import BatchedRunner
 from league.sampling.versioning import VersionedPolicy
+from inference_helpers import sampler_inference  # noqa: F401  (used by name: sampler tests run through an inference server too, issue 36)
+
 
 _ORIGINAL_SAMPLER = pz_tests._sampler
 
@@ -49,6 +51,7 @@ SHARED = [
 
 
 @pytest.mark.parametrize("test", SHARED, ids=[t.__name__ for t in SHARED])
+@pytest.mark.usefixtures("sampler_inference")
 def test_pettingzoo_path_tests_hold_on_the_cpp_backend(cpp_backend, test):
     test()
 

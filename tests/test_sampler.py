@@ -15,6 +15,10 @@ from league.envs.factory import EnvFactory
 from league.policy import RandomPolicyFactory
 from league.sampling import EnvFailure, FixedMatchups, OpponentSampling, Sampler
 from league.sampling.versioning import WEIGHTS_VERSION
+from inference_helpers import sampler_inference  # noqa: F401  (the fixture below)
+
+# Every test here runs with local forward passes and through an inference server (issue 36).
+pytestmark = pytest.mark.usefixtures("sampler_inference")
 
 EXPECTED_COLUMNS = {
     C.OBS, C.ACTIONS, C.ACTION_MASK, C.REWARDS, C.TERMINATEDS, C.TRUNCATEDS, C.EPS_ID,

@@ -23,6 +23,7 @@ from league.sampling.batched_runner import BatchedRunner
 from league.sampling.versioning import VersionedPolicy
 from tests.runner_oracle import EnvRunner
 from tests.test_sampler import _FlakyEnv
+from inference_helpers import sampler_inference  # noqa: F401  (used by name: sampler tests run through an inference server too, issue 36)
 
 
 class _FourKinds(MultiAgentEnv):
@@ -216,6 +217,7 @@ def _check_credit(s, batches):
     return checked
 
 
+@pytest.mark.usefixtures("sampler_inference")
 def test_sampler_trains_a_pettingzoo_board_game_through_the_batched_runner():
     from tests.test_sampler import EXPECTED_COLUMNS, _ppo
 
@@ -226,6 +228,7 @@ def test_sampler_trains_a_pettingzoo_board_game_through_the_batched_runner():
     assert _check_credit(s, batches) >= 4
 
 
+@pytest.mark.usefixtures("sampler_inference")
 def test_sampler_trains_predators_and_prey_of_different_specs():
     """mpe2 simple_tag: adversaries and the good agent see different observation shapes."""
     pytest.importorskip("mpe2")
@@ -250,6 +253,7 @@ def test_sampler_trains_predators_and_prey_of_different_specs():
         ("mpe2.simple_spread_v3", {"continuous_actions": True, "max_cycles": 10}, "mpe2"),  # parallel, Box
     ],
 )
+@pytest.mark.usefixtures("sampler_inference")
 def test_box_action_envs_train_through_the_batched_runner(env, kwargs, module):
     pytest.importorskip(module)
     probe = make_env(env, **kwargs)
@@ -266,6 +270,7 @@ def test_box_action_envs_train_through_the_batched_runner(env, kwargs, module):
 
 
 @pytest.mark.parametrize("env, module", [("gymnasium:CartPole-v1", "gymnasium"), ("kuhn_poker", "pyspiel"), ("rps", "pettingzoo")])
+@pytest.mark.usefixtures("sampler_inference")
 def test_discrete_families_train_through_the_batched_runner(env, module):
     pytest.importorskip(module)
     probe = make_env(env)
@@ -277,6 +282,7 @@ def test_discrete_families_train_through_the_batched_runner(env, module):
     assert _check_credit(s, batches) >= 2
 
 
+@pytest.mark.usefixtures("sampler_inference")
 def test_image_observations_train_through_the_batched_runner():
     pytest.importorskip("supersuit")
     pytest.importorskip("pymunk")
@@ -308,6 +314,7 @@ class _ResetFlaky(_FlakyEnv):
         return self._env.step(actions)
 
 
+@pytest.mark.usefixtures("sampler_inference")
 def test_a_copy_whose_reset_raises_is_replaced_and_its_finished_episode_counts():
     from tests.test_sampler import _ppo
 

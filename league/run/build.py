@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -20,15 +20,25 @@ from league.config import RunConfig
 from league.envs import make_env
 from league.envs.base import AgentSpec
 from league.envs.factory import EnvFactory
-from league.runtime.actors import is_ray_actor, resolve, share, submit
+from league.runtime.actors import call, is_ray_actor, provides, resolve, share, submit
 from league.runtime.recovery import on_sampler_restart
 from league.learn import Learner, LearnerGroup
 from league.leagues import TrainingLeague
 from league.policy import PolicyFactory, RandomPolicyFactory
 from league.population.scripted import scripted_factory
 from league.resume import sampler_seed
-from league.runtime.faces import LearnerFace, LearnerHandle, PlanFace, SamplerFace, SamplerHandle
+from league.runtime.faces import (
+    InferenceFace,
+    InferenceHandle,
+    LearnerFace,
+    LearnerHandle,
+    PlanFace,
+    SamplerFace,
+    SamplerHandle,
+    UsesInference,
+)
 from league.sampling import Sampler, make_remote_samplers
+from league.sampling.inference import make_inference_server
 
 __all__ = [
     "EVAL_OPPONENT",
@@ -42,6 +52,9 @@ __all__ = [
     "make_learner",
     "update_threads",
     "make_samplers",
+    "inference_server",
+    "ServerWeights",
+    "weight_receivers",
     "load_samplers",
     "sampling_mode",
     "build_plan",
@@ -123,6 +136,10 @@ def check_ray_resources(cfg: RunConfig) -> None:
     if s.remote:
         cpus += s.num_samplers * s.num_cpus
         parts.append(f"{s.num_samplers} sampler(s) x sampler.num_cpus={s.num_cpus:g}")
+    if s.remote and s.inference == "server":
+        cpus += s.inference_num_cpus
+        gpus += s.inference_num_gpus
+        parts.append(f"the inference server: sampler.inference_num_cpus={s.inference_num_cpus:g}, inference_num_gpus={s.inference_num_gpus:g}")
     if _learner_group(cfg):
         cpus += lc.num_learners * lc.num_cpus_per_learner
         gpus += gpus_needed(lc)
@@ -190,11 +207,48 @@ def make_samplers(cfg: RunConfig, iteration: int, algorithms: Mapping[str, Algor
         max_consecutive_env_failures=s.max_consecutive_env_failures,
         matchup_draws=s.matchup_draws,
     )
+    if s.inference == "server":  # one per build: a rebuild's samplers start on a fresh server, as a resume's would
+        kwargs["inference"] = make_inference_server(s.inference_device, s.remote, s.inference_num_cpus, s.inference_num_gpus)
     seed = sampler_seed(cfg.seed, iteration)
     if s.remote:
         return list(make_remote_samplers(s.num_samplers, num_cpus=s.num_cpus, seed=seed, **kwargs))
     # In the driver, samplers must leave the process's torch thread count alone.
     return [Sampler(seed=seed, worker_index=i, torch_threads=torch.get_num_threads(), **kwargs) for i in range(s.num_samplers)]
+
+
+def inference_server(samplers: Sequence[SamplerHandle]) -> InferenceHandle | None:
+    """The inference server the run's samplers play through (``sampler.inference: server``), else None."""
+    first = samplers[0] if samplers else None
+    if first is None or not provides(first, UsesInference.inference_server):
+        return None
+    return call(first, UsesInference.inference_server)
+
+
+class ServerWeights:
+    """The weight broadcast's one destination when samplers play through an inference server.
+
+    ``BroadcastWeights`` sends it what it would send every sampler; it loads the weights on
+    the server and waits until they are loaded, so no sampler's next fragment can act with
+    the previous weights (a Ray actor's calls from the driver and from samplers are not
+    ordered among themselves; rows acted with old weights would be dropped as stale).
+    """
+
+    def __init__(self, server: InferenceHandle) -> None:
+        self.server = server
+
+    def set_weights(self, weights: Mapping[str, Mapping[str, Any]]) -> None:
+        """Load ``weights`` (per policy id) on the server, once for every sampler."""
+        call(self.server, InferenceFace.set_weights, weights)
+
+
+def weight_receivers(samplers: Sequence[SamplerHandle]) -> list[SamplerHandle]:
+    """Where weight broadcasts go: every sampler, or the one inference server they share."""
+    server = inference_server(samplers)
+    if server is None:
+        return list(samplers)
+    # BroadcastWeights calls set_weights alone on a receiver (and asks whether it is a Ray
+    # actor): ServerWeights has that method, not the rest of a sampler's face.
+    return [cast(SamplerHandle, ServerWeights(server))]
 
 
 def load_samplers(
@@ -208,8 +262,12 @@ def load_samplers(
     the league to them, and register ``on_restart`` for sampler actors Ray restarts."""
     weights = learner.get_weights(league.learning)
     weights.update(league.frozen_weights())
-    shared = share(weights, samplers)
-    resolve([submit(s, SamplerFace.set_weights, shared) for s in samplers], samplers)
+    server = inference_server(samplers)
+    if server is not None:  # every policy with weights is on the server: loaded there once
+        call(server, InferenceFace.set_weights, weights)
+    else:
+        shared = share(weights, samplers)
+        resolve([submit(s, SamplerFace.set_weights, shared) for s in samplers], samplers)
     league.bind(samplers, initial_states)
     if len(samplers) > 1:  # each sampler its own matchup source (a batch is consumed once)
         resolve([submit(s, SamplerFace.set_matchups, league.matchups()) for s in samplers], samplers)
@@ -238,7 +296,7 @@ def build_plan(cfg: RunConfig, samplers: Sequence[SamplerHandle], learner: Learn
     return build_multi_policy_plan(
         rollouts,
         learner,
-        list(samplers),
+        weight_receivers(samplers),
         algorithms,
         broadcast_every_env_steps=s.broadcast_every_env_steps,
         max_broadcasts_in_flight=s.max_broadcasts_in_flight,

@@ -181,6 +181,8 @@ class InferenceServer:
             policy = None if hosted is None else hosted.clients.get(client)
             if hosted is None or policy is None:
                 raise KeyError(f"inference server holds no policy '{pid}' for client {client} (holds: {self.policy_ids()})")
+            # Arrays that came through Ray are read-only; torch warns on wrapping them (one copy: small).
+            obs, mask = np.require(obs, requirements="W"), np.require(mask, requirements="W")
             out = dict(policy.compute_actions(obs, mask, explore))
             if hosted.versioned:
                 out[WEIGHTS_VERSION] = np.full(len(obs), hosted.version, dtype=np.int64)
