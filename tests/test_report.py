@@ -383,3 +383,14 @@ def test_report_of_a_real_in_process_run(tmp_path):
     for (a, b), text in parsed.cells.items():
         if a != b and payoff.games(a, b) >= payoff.min_games:
             assert text == f"{payoff.win_rate(a, b):.2f}"
+
+
+def test_the_header_and_a_panel_show_the_runs_headline(tmp_path):
+    """Issue 38: the report names the run's headline as the final line does, with each side's figure,
+    and draws each side's headline figure where it is not the win rate against random."""
+    head = {"metric": "return", "shape": "coop", "opponent": "random", "value": -20.5, "best": -19.0,
+            "sides": {"speaker": -21.0, "listener": -20.0}}  # fmt: skip
+    rows = _small_rows(3, headline=head)
+    html = render_report(load_run(_write_run(tmp_path / "coop", rows, {"headline": head, "config": {"env": {"name": "x"}}})))
+    assert "mean return -20.5 (co-op: sides rewarded alike)" in html
+    assert "speaker: -21" in html and "headline: mean return (evaluation)" in html

@@ -31,6 +31,7 @@ from league.report.series import (
     x_label,
 )
 from league.report.tree_svg import family_tree_svg
+from league.run.headline import SHAPE_ABOUT, Headline
 
 __all__ = ["render_report", "write_report", "MAX_HEATMAP_PLAYERS"]
 
@@ -98,6 +99,8 @@ def _header(run: RunData) -> str:
         ("env steps", summary.get("env_steps", last.get("env_steps"))),
         ("wall time", f"{wall:,.1f} s" if is_number(wall) else None),
         ("env steps / s", summary.get("env_steps_per_s", last.get("env_steps_per_s"))),
+        ("headline", _headline_text(summary.get("headline", last.get("headline")))),
+        ("headline per side", _headline_sides(summary.get("headline", last.get("headline")))),
         ("win rate vs random", summary.get("win_rates_vs_random", last.get("win_rate_vs_random")) or None),
         ("best win rate vs random", summary.get("best_win_rate_vs_random")),
         ("snapshots held", len(summary["snapshots"]) if isinstance(summary.get("snapshots"), list) else last.get("snapshots")),
@@ -108,6 +111,30 @@ def _header(run: RunData) -> str:
     parts = [f"<header><h1>Run report: {escape(run.name)}</h1>", key_value_table(shown)]
     parts += [note(n) for n in run.notes]
     return "\n".join(parts) + "</header>"
+
+
+def _headline(head: Any) -> Headline | None:
+    if not isinstance(head, Mapping) or not isinstance(head.get("metric"), str):
+        return None
+    raw = head.get("sides")
+    sides: Mapping[Any, Any] = raw if isinstance(raw, Mapping) else {}
+    value = head.get("value") if is_number(head.get("value")) else None
+    return Headline(head["metric"], head.get("shape") if isinstance(head.get("shape"), str) else None,
+                    str(head.get("opponent", "random")), {str(k): v for k, v in sides.items() if is_number(v)}, value)  # fmt: skip
+
+
+def _headline_text(head: Any) -> str | None:
+    """The run's headline (league.run.headline) as the final line words it: ``mean return -20.5 (co-op: ...)``."""
+    h = _headline(head)
+    if h is None:
+        return None
+    shape = SHAPE_ABOUT.get(h.shape or "", "shape not yet seen")
+    return f"{h.label()} {'-' if h.value is None else f'{h.value:.4g}'} ({shape})"
+
+
+def _headline_sides(head: Any) -> dict[str, float] | None:
+    h = _headline(head)
+    return dict(h.sides) if h is not None and h.sides else None
 
 
 def _header_value(value: Any) -> Any:
@@ -140,7 +167,13 @@ def _learning_ids(run: RunData, family: Family, stats: Mapping[str, Curves]) -> 
 def _learning(run: RunData, family: Family) -> str:
     stats = policy_stats(run.rows)
     win_rates = nested_curves(run.rows, "win_rate_vs_random")
+    heads = [r for r in run.rows if _headline(r.get("headline")) is not None]
+    head = _headline(heads[-1]["headline"]) if heads else None
+    # Each side's headline figure over time, unless it is the win rate against random (its own panel).
+    side_curves = nested_curves([{**r, "headline": r["headline"].get("sides")} for r in heads], "headline")
+    shown = head is not None and not (head.metric == "win_rate" and head.opponent == "random")
     panels = [
+        Panel(f"headline: {head.label()} (evaluation)" if head is not None else "headline", side_curves if shown else {}),
         Panel("episode return (mean)", {p: c["episode_return_mean"] for p, c in stats.items() if "episode_return_mean" in c}),
         Panel("training win share", {p: c["train_win_share"] for p, c in stats.items() if "train_win_share" in c}),
         Panel("win rate vs random (evaluation)", win_rates),
@@ -148,7 +181,7 @@ def _learning(run: RunData, family: Family) -> str:
     panels = [p for p in panels if p.curves]
     if not panels:
         return note("no per-policy episode metrics in metrics.jsonl", skipped=True)
-    colors = _colors(family, _learning_ids(run, family, stats) + list(win_rates))
+    colors = _colors(family, _learning_ids(run, family, stats) + list(win_rates) + list(side_curves))
     return panels_svg(panels, x_label(run.rows), "fig-learning", colors=colors)
 
 
