@@ -129,6 +129,67 @@ def test_one_model_per_policy_id_and_snapshots_follow_the_samplers_seam():
     assert sorted(server._hosted["snap"].clients) == [1, 2]
 
 
+def _boards(rows: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    mask = (rng.random((rows, 7)) < 0.6).astype(np.int8)
+    mask[:, 0] = 1
+    return (rng.random((rows, 6, 7, 2)) < 0.3).astype(np.float32), mask
+
+
+def _two_client_server(factory, weights) -> InferenceServer:
+    server = InferenceServer("cpu", torch_threads=0)
+    for client in (0, 1):
+        server.add_policy(client, "main", factory, weights, True, seed=10 + client)
+    return server
+
+
+def test_waiting_samplers_rows_share_one_forward_pass_and_keep_their_own_results():
+    from league.sampling.inference import _Call
+
+    factory = _algo("ppo")
+    weights = factory.make_policy(seed=0).get_weights()  # the model's initialisation is not seeded: one for both servers
+    requests = {client: [("main", *_boards(5 + client, client))] for client in (0, 1)}
+    alone = _two_client_server(factory, weights)
+    expected = {client: alone.compute_actions(client, requests[client], explore=False)[0] for client in (0, 1)}
+    assert alone.merged_forwards == 0  # one sampler's rows: exactly the local path
+    together = _two_client_server(factory, weights)
+    calls = [_Call(client, requests[client], False) for client in (0, 1)]
+    together._serve(calls)  # two samplers' calls waiting at once: served as one batch
+    assert together.merged_forwards == 1
+    for call in calls:
+        got, want = call.results[0], expected[call.client]
+        assert set(got) == set(want) and len(got[C.ACTIONS]) == len(requests[call.client][0][1])
+        np.testing.assert_array_equal(got[C.ACTIONS], want[C.ACTIONS])
+        np.testing.assert_allclose(got[C.VF_PREDS], want[C.VF_PREDS], atol=1e-5)
+        np.testing.assert_allclose(got[C.ACTION_LOGP], want[C.ACTION_LOGP], atol=1e-5)
+    # A request for a policy the server does not hold fails that call alone.
+    bad, good = _Call(0, [("nobody", *_boards(2, 0))], False), _Call(1, requests[1], False)
+    together._serve([bad, good])
+    assert isinstance(bad.error, KeyError) and good.error is None and good.results is not None
+
+
+def test_concurrent_calls_from_threads_are_all_answered():
+    import threading
+
+    factory = _algo("ppo")
+    server = _two_client_server(factory, factory.make_policy(seed=0).get_weights())
+    boards = {client: _boards(8, client) for client in (0, 1)}
+    want = {client: server.compute_actions(client, [("main", *boards[client])], explore=False)[0][C.ACTIONS] for client in (0, 1)}
+    got: dict[tuple[int, int], np.ndarray] = {}
+
+    def play(client: int) -> None:
+        for i in range(30):
+            got[(client, i)] = server.compute_actions(client, [("main", *boards[client])], explore=False)[0][C.ACTIONS]
+
+    threads = [threading.Thread(target=play, args=(c,)) for c in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads) and len(got) == 60
+    assert all(np.array_equal(a, want[client]) for (client, _), a in got.items())
+
+
 def test_dqn_exploration_resets_per_sampler_on_the_server():
     factory = _algo("dqn", epsilon_steps=100)
     server = InferenceServer("cpu", torch_threads=0)

@@ -208,7 +208,9 @@ def make_samplers(cfg: RunConfig, iteration: int, algorithms: Mapping[str, Algor
         matchup_draws=s.matchup_draws,
     )
     if s.inference == "server":  # one per build: a rebuild's samplers start on a fresh server, as a resume's would
-        kwargs["inference"] = make_inference_server(s.inference_device, s.remote, s.inference_num_cpus, s.inference_num_gpus)
+        # A call slot per sampler (their steps batch together) and two for the driver's calls.
+        kwargs["inference"] = make_inference_server(s.inference_device, s.remote, s.inference_num_cpus, s.inference_num_gpus,
+                                                    max_concurrency=s.num_samplers + 2)  # fmt: skip
     seed = sampler_seed(cfg.seed, iteration)
     if s.remote:
         return list(make_remote_samplers(s.num_samplers, num_cpus=s.num_cpus, seed=seed, **kwargs))

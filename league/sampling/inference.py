@@ -20,10 +20,18 @@ round trip would only add latency.
 
 On a sampler, :class:`ServedPolicy` stands in for a local policy; :func:`compute_all` sends
 every served policy of a runner step in one call (one round trip per step, not per policy).
+
+Batching across samplers: as a Ray actor the server takes calls concurrently (threads); calls
+that arrive while a forward pass runs wait, and the next of them serves them all at once, with
+one forward pass per policy id over every waiting sampler's rows (a GPU runs a few large
+batches instead of many small ones). Each sampler's rows are then sampled by its own policy
+object from its slice of that pass (:class:`~league.sampling.model_placement.Precomputed`), so RNG streams stay per sampler.
+One sampler's rows alone, as in-process, run exactly as the local path does.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -34,6 +42,7 @@ import torch
 from league.policy import Policy, PolicyFactory
 from league.runtime.actors import actor_handle, call
 from league.runtime.faces import InferenceFace, InferenceHandle, Weights
+from league.sampling.model_placement import Precomputed, place, split_rows
 from league.sampling.versioning import WEIGHTS_VERSION, version_of
 
 if TYPE_CHECKING:
@@ -86,23 +95,15 @@ def check_inference_config(inference: str, device: str, num_cpus: float, num_gpu
         raise ValueError(f"sampler.inference_device must be one of {INFERENCE_DEVICES}, got {device!r}")
 
 
-def _to_cpu(out: Any) -> Any:
-    if isinstance(out, torch.Tensor):
-        return out.cpu()
-    if isinstance(out, tuple):
-        return tuple(_to_cpu(o) for o in out)
-    return out
+@dataclass
+class _Call:
+    """One ``compute_actions`` call waiting to be served (with others, in one batch)."""
 
-
-def _place(model: nn.Module, device: torch.device) -> None:
-    """Move ``model`` to ``device``; off CPU, its forward takes and returns CPU tensors (hooks),
-    so the policy around it (which calls ``model(torch.from_numpy(obs))`` and samples on CPU
-    with its own CPU generator) runs unchanged and draws exactly what it would locally."""
-    model.to(device)
-    if device.type == "cpu":
-        return
-    model.register_forward_pre_hook(lambda _m, args: tuple(a.to(device, non_blocking=True) if isinstance(a, torch.Tensor) else a for a in args))
-    model.register_forward_hook(lambda _m, _args, out: _to_cpu(out))
+    client: int
+    requests: Sequence[Request]
+    explore: bool
+    results: list[dict[str, np.ndarray]] | None = None
+    error: BaseException | None = None
 
 
 @dataclass
@@ -130,11 +131,19 @@ class InferenceServer:
         if torch_threads > 0:
             torch.set_num_threads(torch_threads)
         self._hosted: dict[str, _Hosted] = {}
+        # Ray runs a threaded actor's calls at once: models and membership change under
+        # _models only, and waiting compute_actions calls are served together (_turn).
+        self._models = threading.RLock()
+        self._turn = threading.Condition()
+        self._waiting: list[_Call] = []
+        self._serving = False
+        self.merged_forwards = 0  # forward passes that served several clients' rows at once
 
     def register_client(self, client: int) -> None:
         """Forget whatever ``client`` held (a sampler starting, or restarted by Ray)."""
-        for pid in [p for p, h in self._hosted.items() if client in h.clients]:
-            self.remove_policy(client, pid)
+        with self._models:
+            for pid in [p for p, h in self._hosted.items() if client in h.clients]:
+                self.remove_policy(client, pid)
 
     def add_policy(
         self, client: int, policy_id: str, factory: PolicyFactory, weights: Weights | None, learns: bool, seed: int
@@ -145,6 +154,10 @@ class InferenceServer:
         policy without parameters: the sampler plays it itself."""
         policy = factory.make_policy(seed=seed, learns=learns)
         initial = policy.get_weights()
+        with self._models:
+            return self._host(client, policy_id, policy, initial, weights)
+
+    def _host(self, client: int, policy_id: str, policy: Policy, initial: dict[str, np.ndarray], weights: Weights | None) -> bool:
         hosted = self._hosted.get(policy_id)
         if hosted is None and not initial:
             return False
@@ -152,7 +165,7 @@ class InferenceServer:
             model = getattr(policy, "model", None)
             shared = model if isinstance(model, torch.nn.Module) else None
             if shared is not None:
-                _place(shared, self.device)
+                place(shared, self.device)
             hosted = self._hosted[policy_id] = _Hosted(shared, version_of(initial) is not None)
         elif hosted.model is not None:
             setattr(policy, "model", hosted.model)  # one model per policy id, whichever client asks
@@ -165,37 +178,101 @@ class InferenceServer:
 
     def remove_policy(self, client: int, policy_id: str) -> None:
         """``client`` no longer plays ``policy_id``; its model goes once no client does."""
-        hosted = self._hosted.get(policy_id)
-        if hosted is None:
-            return
-        hosted.clients.pop(client, None)
-        if not hosted.clients:
-            del self._hosted[policy_id]
+        with self._models:
+            hosted = self._hosted.get(policy_id)
+            if hosted is None:
+                return
+            hosted.clients.pop(client, None)
+            if not hosted.clients:
+                del self._hosted[policy_id]
 
     def compute_actions(self, client: int, requests: Sequence[Request], explore: bool) -> list[dict[str, np.ndarray]]:
         """Each request's outputs, in order: the client's policy's ``compute_actions`` plus
-        ``weights_version`` (``int64[B]``) for versioned policies."""
-        results = []
-        for pid, obs, mask in requests:
-            hosted = self._hosted.get(pid)
-            policy = None if hosted is None else hosted.clients.get(client)
+        ``weights_version`` (``int64[B]``) for versioned policies. Served together with the
+        calls waiting beside it (module docstring)."""
+        call = _Call(client, requests, explore)
+        with self._turn:
+            self._waiting.append(call)
+            while self._serving and call.results is None and call.error is None:
+                self._turn.wait()
+            if call.results is None and call.error is None:  # this thread serves every waiting call
+                self._serving = True
+                batch, self._waiting = self._waiting, []
+            else:
+                batch = []
+        if batch:
+            try:
+                with self._models:
+                    self._serve(batch)
+            finally:
+                with self._turn:
+                    self._serving = False
+                    self._turn.notify_all()
+        if call.error is not None:
+            raise call.error
+        assert call.results is not None  # served above or by another thread
+        return call.results
+
+    def _serve(self, calls: list[_Call]) -> None:
+        """Every call's results (or its error): per policy id and explore flag, one forward pass
+        of the shared model over every client's rows, then each client's policy on its slice."""
+        groups: dict[tuple[str, bool], list[tuple[_Call, int]]] = {}
+        for call in calls:
+            call.results = [{} for _ in call.requests]
+            for j, (pid, _, _) in enumerate(call.requests):
+                groups.setdefault((pid, call.explore), []).append((call, j))
+        for (pid, explore), members in groups.items():
+            try:
+                self._serve_policy(pid, explore, members)
+            except Exception as err:  # the calls that asked for this policy fail, the others go on
+                for call, _ in members:
+                    call.error = err
+        for call in calls:
+            if call.error is not None:
+                call.results = None
+
+    def _serve_policy(self, pid: str, explore: bool, members: list[tuple[_Call, int]]) -> None:
+        hosted = self._hosted.get(pid)
+        inputs = []
+        for call, j in members:
+            policy = None if hosted is None else hosted.clients.get(call.client)
             if hosted is None or policy is None:
-                raise KeyError(f"inference server holds no policy '{pid}' for client {client} (holds: {self.policy_ids()})")
+                raise KeyError(f"inference server holds no policy '{pid}' for client {call.client} (holds: {self.policy_ids()})")
+            _, obs, mask = call.requests[j]
             # Arrays that came through Ray are read-only; torch warns on wrapping them (one copy: small).
-            obs, mask = np.require(obs, requirements="W"), np.require(mask, requirements="W")
-            out = dict(policy.compute_actions(obs, mask, explore))
-            if hosted.versioned:
+            inputs.append((policy, np.require(obs, requirements="W"), np.require(mask, requirements="W")))
+        shared = hosted.model if hosted is not None else None
+        merged = None
+        if shared is not None and len({call.client for call, _ in members}) > 1:
+            rows = np.concatenate([obs for _, obs, _ in inputs])
+            with torch.inference_mode():
+                merged = shared(torch.from_numpy(rows))
+            self.merged_forwards += 1
+        start = 0
+        for (call, j), (policy, obs, mask) in zip(members, inputs):
+            if merged is not None and shared is not None:
+                stop = start + len(obs)
+                setattr(policy, "model", Precomputed(shared, torch.from_numpy(obs), split_rows(merged, start, stop)))
+                start = stop
+                try:
+                    out = dict(policy.compute_actions(obs, mask, explore))
+                finally:
+                    setattr(policy, "model", shared)
+            else:
+                out = dict(policy.compute_actions(obs, mask, explore))
+            if hosted is not None and hosted.versioned:
                 out[WEIGHTS_VERSION] = np.full(len(obs), hosted.version, dtype=np.int64)
-            results.append(out)
-        return results
+            assert call.results is not None  # set by _serve
+            call.results[j] = out
 
     def set_weights(self, weights: Mapping[str, Weights]) -> None:
         """Load weights per policy id (each must be hosted), for every client at once."""
-        unknown = sorted(set(weights) - set(self._hosted))
-        if unknown:
-            raise KeyError(f"inference server holds no policy {unknown} (holds: {self.policy_ids()})")
-        for pid, w in weights.items():
-            self._load(pid, w)
+        with self._models:
+            unknown = sorted(set(weights) - set(self._hosted))
+            if unknown:
+                raise KeyError(f"inference server holds no policy {unknown} (holds: {self.policy_ids()})")
+            for pid, w in weights.items():
+                self._load(pid, w)
 
     def _load(self, policy_id: str, weights: Weights) -> None:
         hosted = self._hosted[policy_id]
@@ -209,13 +286,15 @@ class InferenceServer:
 
     def get_weights(self, policy_ids: list[str] | None = None) -> dict[str, dict[str, np.ndarray]]:
         """The weights ``policy_ids`` (all hosted: None) act with."""
-        ids = self.policy_ids() if policy_ids is None else policy_ids
-        return {pid: next(iter(self._hosted[pid].clients.values())).get_weights() for pid in ids}
+        with self._models:
+            ids = self.policy_ids() if policy_ids is None else policy_ids
+            return {pid: next(iter(self._hosted[pid].clients.values())).get_weights() for pid in ids}
 
     def reset_exploration(self, client: int, policy_ids: list[str]) -> None:
         """Restart ``client``'s exploration schedules of ``policy_ids`` (per client, as on a sampler)."""
-        for pid in policy_ids:
-            self._hosted[pid].clients[client].reset_exploration()
+        with self._models:
+            for pid in policy_ids:
+                self._hosted[pid].clients[client].reset_exploration()
 
     def policy_ids(self) -> list[str]:
         """Hosted policy ids."""
@@ -283,10 +362,13 @@ def compute_all(
     return [r for r in results if r is not None]
 
 
-def make_inference_server(device: str, remote: bool, num_cpus: float = 0.0, num_gpus: float = 0.0) -> InferenceHandle:
+def make_inference_server(
+    device: str, remote: bool, num_cpus: float = 0.0, num_gpus: float = 0.0, max_concurrency: int = 16
+) -> InferenceHandle:
     """An :class:`InferenceServer` on ``device``: a Ray actor (``num_cpus``/``num_gpus``
     reserved; with 0 GPUs it still sees the node's GPUs, Ray 2.60 hides none from actors
-    that reserve none) when ``remote``, else a local object.
+    that reserve none) when ``remote``, else a local object. ``max_concurrency``: calls the
+    actor takes at once (at least one per sampler, so that their steps can be batched).
 
     The actor is not restarted by Ray: it holds every client's policies, which only a
     rebuild of the samplers would send again.
@@ -297,4 +379,4 @@ def make_inference_server(device: str, remote: bool, num_cpus: float = 0.0, num_
     import ray
 
     actor_cls = ray.remote(num_cpus=num_cpus, num_gpus=num_gpus, max_restarts=0)(InferenceServer)
-    return actor_handle(actor_cls.remote(resolved, torch_threads=max(1, int(num_cpus))))
+    return actor_handle(actor_cls.options(max_concurrency=max_concurrency).remote(resolved, torch_threads=max(1, int(num_cpus))))
