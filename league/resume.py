@@ -21,7 +21,9 @@ whole run, ``stop.time_s`` this process only.
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping
+import copy
+import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
     from league.leagues import TrainingLeague
 
 __all__ = [
+    "resume_config",
     "RestoredLeague",
     "load_resume_checkpoint",
     "league_state",
@@ -46,6 +49,47 @@ __all__ = [
     "driver_rng_state",
     "set_driver_rng_state",
 ]
+
+
+def resume_config(values: Mapping[str, Any], overridden: Iterable[str]) -> dict[str, Any]:
+    """The config a resumed run continues with: the checkpoint's own (``config.json`` of the
+    checkpoint ``values["resume"]`` names), with only the ``overridden`` dotted keys (those the
+    command line set; a config group such as ``env`` or ``algo``: its whole section) taken from
+    ``values``, the composed config. Without ``resume``: ``values`` unchanged.
+
+    So ``league-train resume=<run dir>`` alone continues the run it names, whatever game and
+    settings the default config has; ``resume=<dir> stop.time_s=60`` changes only the budget,
+    and a changed env or model is still refused by the compatibility check
+    (:func:`load_resume_checkpoint`). Raises :class:`CheckpointError` when there is no such
+    checkpoint or its config is unreadable."""
+    resume = values.get("resume")
+    if not resume:
+        return dict(values)
+    path = find_checkpoint(resume, values.get("checkpoint_dir") or "checkpoints")
+    try:
+        saved = json.loads((path / "config.json").read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise CheckpointError(f"{path / 'config.json'}: unreadable JSON ({err})") from None
+    if not isinstance(saved, dict):
+        raise CheckpointError(f"{path / 'config.json'}: not a JSON object")
+    for key in sorted(set(overridden) - {"resume"}):
+        parts, found, here = key.split("."), True, values
+        for part in parts:
+            if not isinstance(here, Mapping) or part not in here:
+                found = False
+                break
+            here = here[part]
+        target = saved
+        for part in parts[:-1]:
+            if not isinstance(target.get(part), dict):
+                target[part] = {}
+            target = target[part]
+        if found:
+            target[parts[-1]] = copy.deepcopy(here)
+        else:  # a deletion (~key)
+            target.pop(parts[-1], None)
+    saved["resume"] = resume
+    return saved
 
 
 def load_resume_checkpoint(

@@ -116,6 +116,8 @@ class Trainer:
         """Run until the config's stop criteria, or, given any budget, for that many more env
         steps, iterations or seconds; returns the summary (also written to disk with a
         ``final`` checkpoint). May be called again to train on."""
+        started = time.perf_counter()  # stop.time_s counts the setup (Ray, samplers, their envs) too
+        Budget.stop_for(self.cfg.stop, self.clock, env_steps=env_steps, iterations=iterations, time_s=time_s)  # refused before setup
         self.setup()  # first: a resumed run's clock counts from its checkpoint
         stop = Budget.stop_for(self.cfg.stop, self.clock, env_steps=env_steps, iterations=iterations, time_s=time_s)
         run = self.run
@@ -126,7 +128,7 @@ class Trainer:
                 resumed = f" (resumed from {run.resumed_from} at iteration {self.iteration})" if run.resumed_from else ""
                 print(f"league-train: run directory {self.run_dir}{resumed}\nplan\n{run.plan}", flush=True)
         self.progress = make_progress(self.cfg, self.iteration, self.env_steps)
-        self.budget = budget = Budget(stop)  # an iteration and evaluation rounds end within its time too
+        self.budget = budget = Budget(stop, started)  # an iteration and evaluation rounds end within its time too
         try:
             while not budget.reached(self.clock, run.evaluation):
                 try:

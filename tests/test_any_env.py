@@ -230,8 +230,11 @@ def test_eval_env_steps_bounds_a_runs_evaluation_rounds(tmp_path):
     """eval.env_steps through league-train's code path, on a long-episode env; and its validation."""
     _register_fixed_length()
     env = {"name": "fixed_length", "kwargs": {"length": 100}}
-    short = run_job(short_run_values(env, eval={"episodes": 8, "env_steps": 250}, stop={"iterations": 1}), str(tmp_path / "short"))
+    # 50 steps: not one 100-step episode, however few copies play them (issue 38: a round under a
+    # bound asks for as many episodes as half of it finishes, so 250 steps would now finish one).
+    short = run_job(short_run_values(env, eval={"episodes": 8, "env_steps": 50}, stop={"iterations": 1}), str(tmp_path / "short"))
     assert short["iterations"] == 1 and short["eval_return_mean"] == {}, "the round ended before any 100-step episode did"
+    assert short["eval_partial"] == {"asked": 1, "played": {"main": {"random": 0}}}
     enough = run_job(short_run_values(env, eval={"episodes": 8, "env_steps": 450}, stop={"iterations": 1}), str(tmp_path / "enough"))
     assert enough["eval_return_mean"] == {"main": 100.0}
     with pytest.raises(ValueError, match="eval.env_steps must be >= 0, got -1"):

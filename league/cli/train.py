@@ -5,7 +5,9 @@
 (``league-train -m algo.params.lr=1e-3,3e-4 seed=0,1``) run their jobs one after the
 other in one process, reusing one Ray instance (each job's actors are killed when it
 ends). ``league-train resume=<checkpoint or run dir> [overrides]`` continues a run in a
-new run directory. The config and a resume checkpoint are validated before Ray starts.
+new run directory, with the checkpoint's own config but for the keys the command line sets.
+The config and a resume checkpoint are validated before Ray starts; a config with no stop
+criterion is refused (it would train until killed).
 """
 
 from __future__ import annotations
@@ -21,10 +23,13 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.utils import to_absolute_path
 from omegaconf import DictConfig, OmegaConf
 
+from league.checkpoint import CheckpointError
 from league.config import config_dict, parse_run_config
 from league.presets import apply_preset
+from league.resume import resume_config
+from league.run.stops import require_stop
 
-__all__ = ["main", "config_dir", "composed_values", "overridden_keys", "run_job"]
+__all__ = ["main", "config_dir", "composed_values", "overridden_keys", "override_paths", "run_job"]
 
 
 def config_dir() -> str:
@@ -38,13 +43,14 @@ def config_dir() -> str:
 
 def composed_values(overrides: Sequence[str] = ()) -> dict[str, Any]:
     """The resolved config dict that ``league-train <overrides>`` composes from ``configs/``,
-    its preset applied under the overrides (not yet validated: :func:`~league.config.parse_run_config` does that)."""
+    its preset applied under the overrides (not yet validated: :func:`~league.config.parse_run_config` does that);
+    with ``resume=``, the checkpoint's config with the overridden keys (:func:`~league.resume.resume_config`)."""
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
     with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
         values = config_dict(OmegaConf.to_container(compose(config_name="config", overrides=list(overrides)), resolve=True))
-    return apply_preset(values, overridden_keys(overrides))
+    return resume_config(apply_preset(values, overridden_keys(overrides)), override_paths(overrides))
 
 
 def overridden_keys(overrides: Sequence[str]) -> set[str]:
@@ -56,18 +62,26 @@ def overridden_keys(overrides: Sequence[str]) -> set[str]:
     return {o.key_or_group for o in OverridesParser.create().parse_overrides(list(overrides))} - {"env"}
 
 
+def override_paths(overrides: Sequence[str]) -> set[str]:
+    """Every dotted key or config group that command-line ``overrides`` set, the env file
+    included: what a resumed run takes from the command line over its checkpoint's config."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    return {o.key_or_group for o in OverridesParser.create().parse_overrides(list(overrides))}
+
+
 def run_job(values: dict[str, Any], output_dir: str) -> dict[str, Any]:
     """One training job from a resolved config dict, into ``output_dir``; returns its summary.
 
     A bad config or resume checkpoint exits with status 2 and a message on stderr, before
     Ray starts and before anything is written.
     """
-    from league.checkpoint import CheckpointError
     from league.runtime.ray_start import RayResourcesError
     from league.trainer import Trainer
 
     try:
         run_cfg = parse_run_config(values)  # before Ray starts
+        require_stop(run_cfg.stop)  # the Python API may pass its budget to train(); a CLI run has only these
     except ValueError as err:
         print(f"league-train: invalid config: {err}", file=sys.stderr)
         raise SystemExit(2) from None
@@ -98,7 +112,13 @@ def run_job(values: dict[str, Any], output_dir: str) -> dict[str, Any]:
 
 @hydra.main(config_path=config_dir(), config_name="config", version_base="1.3")
 def _train(cfg: DictConfig) -> float | None:
-    values = apply_preset(config_dict(OmegaConf.to_container(cfg, resolve=True)), overridden_keys(HydraConfig.get().overrides.task))
+    overrides = HydraConfig.get().overrides.task
+    values = apply_preset(config_dict(OmegaConf.to_container(cfg, resolve=True)), overridden_keys(overrides))
+    try:
+        values = resume_config(values, override_paths(overrides))  # resume=: the checkpoint's own config
+    except CheckpointError as err:
+        print(f"league-train: cannot resume: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
     summary = run_job(values, HydraConfig.get().runtime.output_dir)
     return summary["final_metric"]  # the value sweepers optimise: win rate, mean return or a metric key (eval.metric)
 

@@ -3,18 +3,21 @@
 The run's own counters (iterations, env steps) are :class:`~league.run.records.RunClock`'s;
 the stop criteria are checked by :func:`~league.run.records.stop_reached` (``stop.metric``:
 :mod:`league.run.stops`). A :class:`Budget` adds the wall clock of one ``train()`` call:
-when it started, the time it may take (evaluation rounds end within it, and an iteration of a
-slow env ends early at the deadline), and whether it is spent.
+when it started (``Trainer.train`` starts it before the run's setup: Ray, samplers and envs
+count, so the process ends by ``stop.time_s``), the time it may take (evaluation rounds end
+within it, and an iteration of a slow env ends early at the deadline), and whether it is spent.
 """
 
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass, field
 
 from league.config import StopConfig
 from league.run.evaluation import EvaluationRounds
 from league.run.records import RunClock, stop_reached
+from league.run.stops import require_stop
 
 __all__ = ["Budget"]
 
@@ -25,15 +28,21 @@ class Budget:
 
     stop: StopConfig
     start: float = field(default_factory=time.perf_counter)
+    _asked: bool = field(default=False, init=False, repr=False)  # whether reached() was asked yet
 
     @staticmethod
     def stop_for(
         stop: StopConfig, clock: RunClock, *, env_steps: int | None = None, iterations: int | None = None, time_s: float | None = None
     ) -> StopConfig:
         """``stop`` (the config's criteria), or, given any budget, that many more env steps or
-        iterations than ``clock``'s, or seconds (nothing else then stops the call)."""
+        iterations than ``clock``'s, or seconds (nothing else then stops the call). Raises
+        ``ValueError`` naming the ``stop.*`` keys when nothing would stop the call."""
         if env_steps is None and iterations is None and time_s is None:
+            require_stop(stop)
             return stop
+        if not (env_steps or iterations or time_s):
+            given = f"env_steps={env_steps}, iterations={iterations}, time_s={time_s}"
+            raise ValueError(f"train({given}) sets no budget: give one a positive value")
         return StopConfig(
             env_steps=clock.env_steps + env_steps if env_steps else 0, iterations=clock.iteration + iterations if iterations else 0,
             time_s=time_s or 0.0, win_rate=0.0,
@@ -63,5 +72,15 @@ class Budget:
         return deadline is not None and time.perf_counter() >= deadline
 
     def reached(self, clock: RunClock, evaluation: EvaluationRounds) -> bool:
-        """Whether any stop criterion is met now (:func:`~league.run.records.stop_reached`)."""
-        return stop_reached(self.stop, clock, self.elapsed(), evaluation.win_rates, evaluation.returns)
+        """Whether any stop criterion is met now (:func:`~league.run.records.stop_reached`); the
+        first time, a warning if the time budget went to the setup before any iteration."""
+        elapsed = self.elapsed()
+        if not self._asked and self.stop.time_s and elapsed >= self.stop.time_s:
+            warnings.warn(
+                f"stop.time_s={self.stop.time_s:g} was spent before the first iteration ({elapsed:.1f} s: starting Ray, "
+                "the samplers and their env copies); no training step ran. Raise stop.time_s, or lower sampler.num_envs "
+                "for an env that is slow to build",
+                stacklevel=2,
+            )
+        self._asked = True
+        return stop_reached(self.stop, clock, elapsed, evaluation.win_rates, evaluation.returns)

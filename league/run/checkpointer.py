@@ -69,6 +69,8 @@ class Checkpointer:
             "best_win_rate_vs_random": evaluation.best_win_rate,
             "eval_return_mean": dict(returns),
             "eval_return_median": dict(evaluation.medians),
+            # The last round's games cut short by the time budget or eval.env_steps (empty: none).
+            "eval_partial": {"asked": evaluation.asked, "played": evaluation.partial} if evaluation.partial else {},
             "final_return_mean": sum(returns.values()) / len(returns) if returns else None,
             "resumed_from": str(run.resumed_from) if run.resumed_from else None,
             "learner_restores": run.learner_restores,

@@ -200,7 +200,7 @@ def check_exact_game(cfg: RunConfig, env: MultiAgentEnv) -> None:
         setting for setting, on in (
             (f"league.exploitability_interval={league.exploitability_interval}", league.exploitability_interval > 0),
             ("league.meta_game=exact", coordinated and league.meta_game == "exact"),
-            (f"league.meta_strategy={league.meta_strategy}", coordinated and league.meta_strategy in META_STRATEGIES and league.meta_strategy != "nash"),
+            (f"league.meta_strategy={league.meta_strategy}", coordinated and league.meta_strategy in set(META_STRATEGIES) - {"nash"}),
         ) if on
     ]  # fmt: skip
     game = openspiel_game_of(cfg.env.name)

@@ -11,6 +11,7 @@ A sampler lost mid-call (its node died) costs its episodes, never the run.
 from __future__ import annotations
 
 import statistics
+import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -22,6 +23,9 @@ from league.sampling import MatchupBatch, MatchupSource, OpponentSampling
 
 #: Iterations in a row without a finished training episode before a warning says why.
 QUIET_ITERATIONS_WARNING = 4
+#: Seconds of training without any finished training episode before that warning, however few
+#: iterations fit in them (one iteration of an image env can take minutes).
+QUIET_SECONDS_WARNING = 60.0
 
 __all__ = ["EpisodeFeed", "EvaluationRounds", "win_rate", "wins_of", "mean_return_of", "median_return_of"]
 
@@ -70,26 +74,49 @@ class EpisodeFeed:
 
     def __init__(self) -> None:
         self.lost_sampler_calls = 0  # bookkeeping calls to samplers that died mid-call
+        self.finished = 0  # training episodes fetched so far
         self._quiet_iterations = 0  # iterations in a row without a finished episode
+        self._started = time.perf_counter()
+        self._asked_at: float | None = None  # when the calls in flight were sent: what they cover
+        self._warned = False  # in this quiet spell
         self._pending: list[Pending[list[dict[str, Any]]]] = []
         self._flushed: list[dict[str, Any]] = []  # recorded at a checkpoint, reported with the next row
 
     def next(self, samplers: Sequence[SamplerHandle], league: TrainingLeague) -> list[dict[str, Any]]:
         """Record the episodes asked for last time, ask again; returns them (and any flushed)."""
+        covered = self._asked_at  # the episodes fetched now finished before about this time
         fresh = self._fetch(samplers)
         self._quiet_iterations = 0 if fresh else self._quiet_iterations + 1
-        if self._quiet_iterations == QUIET_ITERATIONS_WARNING:
-            warnings.warn(
-                f"no training episode finished in {QUIET_ITERATIONS_WARNING} iterations: episodes are longer than "
-                "what the samplers step per iteration (every env copy must play a whole episode). Lower "
-                "sampler.num_envs, raise iteration.min_env_steps, or cap episodes (env.kwargs.max_cycles for "
-                "PettingZoo, +env.kwargs.max_episode_steps=N for any env)",
-                stacklevel=2,
-            )
+        quiet_s = 0.0 if covered is None else covered - self._started
+        long_quiet = not self.finished and covered is not None and quiet_s >= QUIET_SECONDS_WARNING
+        if self._quiet_iterations >= QUIET_ITERATIONS_WARNING or long_quiet:
+            self.warn_quiet(f"{self._quiet_iterations} iterations" if self.finished else f"the first {max(quiet_s, 0):.0f} s")
         league.record(fresh)
         out, self._flushed = self._flushed + fresh, []
         self._pending = [submit(s, SamplerFace.pop_episode_stats) for s in samplers]
+        self._asked_at = time.perf_counter()
         return out
+
+    def warn_quiet(self, spell: str) -> None:
+        """Say (once per spell without finished episodes) that no training episode finished in
+        ``spell``, and what to change: the league, the figures and the sampler shares all need whole episodes."""
+        if self._warned:
+            return
+        self._warned = True
+        warnings.warn(
+            f"no training episode finished in {spell}: episodes are longer than what the samplers step in that time "
+            "(every env copy must play a whole episode). Lower sampler.num_envs, raise iteration.min_env_steps or "
+            "the time budget, or cap episodes (env.kwargs.max_cycles for PettingZoo, +env.kwargs.max_episode_steps=N for any env)",
+            stacklevel=3,
+        )
+
+    def end_of_run(self, samplers: Sequence[SamplerHandle], league: TrainingLeague, seconds: float) -> None:
+        """The run's last iteration: fetch its episodes now (:meth:`flush`) and warn if the run,
+        ``seconds`` long, finished no training episode at all (a short run fits fewer iterations
+        than the warning's count)."""
+        self.flush(samplers, league)
+        if not self.finished:
+            self.warn_quiet(f"this run ({seconds:.0f} s)")
 
     def flush(self, samplers: Sequence[SamplerHandle], league: TrainingLeague) -> None:
         """Record the episodes asked for now (before a checkpoint); they are reported next time."""
@@ -97,6 +124,8 @@ class EpisodeFeed:
             fresh = self._fetch(samplers)
             league.record(fresh)
             self._flushed.extend(fresh)
+            if fresh:
+                self._quiet_iterations = 0
 
     def drop(self) -> None:
         """Forget the calls in flight (their samplers are being replaced)."""
@@ -108,7 +137,11 @@ class EpisodeFeed:
             return []
         results, failed = resolve_lenient(pending, list(samplers), default=[])
         self.lost_sampler_calls += failed
-        return [e for eps in results for e in eps]
+        fresh = [e for eps in results for e in eps]
+        if fresh:
+            self.finished += len(fresh)
+            self._warned = False
+        return fresh
 
 
 class EvaluationRounds:
@@ -140,6 +173,10 @@ class EvaluationRounds:
         self.medians: dict[str, float] = {}
         self.best_win_rate: float | None = None
         self.lost_sampler_calls = 0
+        # The latest round's games cut short by its time limit or env-step bound: policy ->
+        # opponent -> episodes played, of `asked` each (empty: the round played every game).
+        self.partial: dict[str, dict[str, int]] = {}
+        self.asked = 0
         # (policy, or None: league games; its opponent; calls)
         self._pending: list[tuple[str | None, str, list[tuple[SamplerHandle, Pending[list[dict[str, Any]]]]]]] = []
 
@@ -148,14 +185,22 @@ class EvaluationRounds:
         """Whether a round's games are still out."""
         return bool(self._pending)
 
-    def start(self, samplers: Sequence[SamplerHandle], league: TrainingLeague, time_limit_s: float | None = None) -> None:
+    def start(
+        self, samplers: Sequence[SamplerHandle], league: TrainingLeague, time_limit_s: float | None = None, episode_len: float | None = None
+    ) -> None:
         """Send a round's games to the samplers (evaluation against the opponent split evenly);
         ``time_limit_s``: each sampler's evaluation stops after about that long (the run's time
         left), with the episodes finished by then. With ``env_steps``, each learning policy's
         games against the opponent end after that many env steps (split evenly too), the same
-        way; the league's scheduled games keep their episode counts."""
+        way; the league's scheduled games keep their episode counts. ``episode_len``: about how
+        many env steps an episode takes (from training); under an env-step bound a round then asks
+        for no more episodes than half the bound finishes, so fewer env copies play whole games
+        instead of every copy stopping in its first one."""
         per = max(1, self.episodes // len(samplers))
         steps = max(1, self.env_steps // len(samplers)) if self.env_steps else None
+        if steps and episode_len:
+            per = max(1, min(per, int(steps // (2 * episode_len))))
+        self.asked = per * len(samplers)
         games = league.evaluation_matchups()
         # The calls a sampler plays one after the other share the time; in-process samplers
         # run one after the other too.
@@ -186,10 +231,13 @@ class EvaluationRounds:
             ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
             if len(ready) < len(refs):
                 return
+        self.partial = {}
         for pid, opponent, calls in self._pending:
             results, failed = resolve_lenient([r for _, r in calls], [s for s, _ in calls], default=[])
             self.lost_sampler_calls += failed
             episodes = [e for eps in results for e in eps]
+            if pid is not None and len(episodes) < self.asked:  # cut by the time limit or env-step bound
+                self.partial.setdefault(pid, {})[opponent] = len(episodes)
             if self.observe is not None:
                 self.observe(episodes)
             if pid is None:

@@ -163,8 +163,11 @@ class EvalConfig:
     # Each learning policy's evaluation games end after this many env steps (all env copies
     # together, split between the samplers; 0: off), whichever of this and `episodes` comes
     # first: episodes still in progress then are dropped, as when stop.time_s ends a round.
-    # Evaluation measured in env steps, for envs whose episodes are long or vary in length.
-    env_steps: int = 0
+    # Evaluation measured in env steps, for envs whose episodes are long or vary in length: by
+    # default a round of 100 board games (a few thousand steps) plays whole, and one of Atari
+    # games (thousands of steps each) asks only for as many episodes as half the bound finishes
+    # at the training episodes' length, on that many env copies (league.run.evaluation).
+    env_steps: int = 20_000
     opponent: str = "random"
     # A scripted player (league.population.scripted.SCRIPTED_PLAYERS, at league.negamax_depth)
     # every learning policy also plays each round: the win-rate headline's opponent, where a

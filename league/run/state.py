@@ -61,6 +61,16 @@ class Run:
     headlines: Headlines  # the game's shape and the run's headline figure (league.run.headline)
     resumed_from: Path | None = None  # the checkpoint this run resumed from
     learner_restores: int = 0  # dead learner actors restored so far
+    episode_lengths: tuple[int, int] = (0, 0)  # env steps and count of the training episodes seen
+
+    def episode_len(self) -> float:
+        """About how many env steps a training episode takes: their mean so far, or, before any
+        finished, at least what each env copy has stepped (a lower bound on the first one's length)."""
+        steps, count = self.episode_lengths
+        if count:
+            return steps / count
+        copies = self.cfg.sampler.num_samplers * self.cfg.sampler.num_envs
+        return max(1.0, (self.clock.env_steps - self.clock.start[1]) / copies)
 
     def headline(self, row: dict[str, Any] | None = None) -> Headline:
         """The run's headline from the latest evaluation (a metric key's from ``row``)."""
@@ -90,19 +100,24 @@ class Run:
         train_steps = self.run_plan(budget)
         self.clock.iteration += 1
         stats = self.episodes.next(self.samplers, self.league)
+        steps, count = self.episode_lengths
+        self.episode_lengths = (steps + sum(int(e["length"]) for e in stats), count + len(stats))
         self.headlines.observe(stats)
         self.league.update(self.clock.iteration, self.plan.metrics.counters, self.learner, self.samplers)
         if self.cfg.eval.interval and self.clock.iteration % self.cfg.eval.interval == 0 and not evaluation.running:
-            evaluation.start(self.samplers, self.league, budget.time_left_s(elapsed + time.perf_counter() - t0))
+            evaluation.start(self.samplers, self.league, budget.time_left_s(elapsed + time.perf_counter() - t0), self.episode_len())
         evaluation.collect(self.league, block=False)
         time_s = elapsed + time.perf_counter() - t0
         extra = {
             "learner_restores": self.learner_restores, "lost_sampler_calls": self.episodes.lost_sampler_calls + evaluation.lost_sampler_calls,
             "eval_return_mean": dict(evaluation.returns), "eval_return_median": dict(evaluation.medians),
+            "eval_partial": {"asked": evaluation.asked, "played": evaluation.partial} if evaluation.partial else {},
             **({"yardstick": {"opponent": evaluation.yardstick, "win_rate": dict(evaluation.yardstick_win_rates)}} if evaluation.yardstick else {}),
         }  # fmt: skip
         row = records.metrics_row(self.clock, time_s, train_steps, stats, self.plan, self.league, self.learner, evaluation.win_rates, extra)
         row["headline"] = self.headline(row).as_dict()
+        if budget.reached(self.clock, evaluation):  # the last iteration: say if no training episode ever ended
+            self.episodes.end_of_run(self.samplers, self.league, time_s)
         return row, time_s
 
     def run_plan(self, budget: Budget) -> int:

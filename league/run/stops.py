@@ -27,7 +27,13 @@ import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["ROW_FIGURES", "check_metric_key", "check_stop_metric", "lookup", "figures", "metric_stop_met", "warn_unreported", "final_value"]
+__all__ = [
+    "ROW_FIGURES", "STOP_KEYS", "check_metric_key", "check_stop_metric", "require_stop", "lookup", "figures", "metric_stop_met",
+    "warn_unreported", "final_value",
+]  # fmt: skip
+
+#: The stop criteria; a run with none of them set would train until it is killed.
+STOP_KEYS = ("stop.time_s", "stop.env_steps", "stop.iterations", "stop.win_rate", "stop.return_mean", "stop.metric")
 
 #: Top-level figures of a metrics row (league.run.records.metrics_row and the leagues' own
 #: metrics()): numbers, or one number per learning policy. Others (counters, ratings,
@@ -68,6 +74,19 @@ def check_stop_metric(metric: Mapping[Any, Any], mode: Any) -> None:
         check_metric_key(key, f"stop.metric.{key}")
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not math.isfinite(threshold):
             raise ValueError(f"stop.metric.{key}: the threshold must be a finite number, got {threshold!r}")
+
+
+def require_stop(stop: Any) -> None:
+    """Raise ``ValueError`` naming the ``stop.*`` keys unless ``stop`` (a
+    :class:`~league.run.schema.StopConfig`) sets at least one criterion: a run without one
+    would train, silently, until it is killed (``stop.time_s=0`` with the default
+    ``stop.env_steps=0``), and a killed run writes no final checkpoint or summary."""
+    if stop.time_s or stop.env_steps or stop.iterations or stop.win_rate or stop.return_mean is not None or stop.metric:
+        return
+    raise ValueError(
+        f"no stop criterion: every one of {', '.join(STOP_KEYS)} is off (0, null or empty), so the run would never "
+        "end; set one, e.g. stop.time_s=600 (seconds) or stop.env_steps=1000000"
+    )
 
 
 def lookup(row: Mapping[str, Any] | None, key: str) -> Any:

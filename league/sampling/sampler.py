@@ -155,6 +155,9 @@ class Sampler:
         """
         if num_episodes < 1:
             return []
+        # From the call's start: building the evaluation env copies (seconds for Atari or
+        # pistonball) counts against the run's time budget too.
+        deadline = None if time_limit_s is None else time.perf_counter() + time_limit_s
         n_envs = min(self.num_envs, num_episodes)
         if self._eval_runner is None or self._eval_runner.env.num_envs != n_envs:
             if self._eval_runner is not None:
@@ -164,7 +167,6 @@ class Sampler:
         runner.matchups = matchups
         runner.episode_stats = []
         runner.reset_all(quota=[num_episodes // n_envs + (1 if i < num_episodes % n_envs else 0) for i in range(n_envs)])
-        deadline = None if time_limit_s is None else time.perf_counter() + time_limit_s
         steps, max_steps = 0, max_env_steps or None
         while runner.active.any() and (deadline is None or time.perf_counter() < deadline) and (max_steps is None or steps < max_steps):
             steps += runner.step(explore=explore)

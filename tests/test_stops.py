@@ -1,0 +1,158 @@
+"""Stops that hold (issue 38): ``stop.time_s`` counts the run's setup and bounds an evaluation in
+flight (its partial result recorded as such); a run with no stop criterion is refused; a short run
+that finishes no training episode says so; an env-step bound asks for episodes it can finish; and
+``resume=<run dir>`` continues with the checkpoint's own config unless the command line overrides it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import warnings
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium import spaces
+
+from league.cli.train import run_job
+from league.config import parse_run_config
+from league.envs import register_env
+from league.envs.gym_env import GymnasiumEnv
+from league.run import evaluation
+from league.run.evaluation import EpisodeFeed
+from league.trainer import Trainer
+from run_helpers import composed_values, short_run_values
+
+
+class SlowLong(gym.Env):
+    """Slow to build (``build_s`` seconds, as Atari or pistonball copies are) and to step, with
+    episodes of ``length`` steps, each rewarded 1."""
+
+    observation_space = spaces.Box(0.0, 1.0, (1,), np.float32)
+    action_space = spaces.Discrete(2)
+
+    def __init__(self, length: int = 100, build_s: float = 0.0, step_s: float = 0.0) -> None:
+        time.sleep(build_s)
+        self.length, self.step_s, self.t = length, step_s, 0
+
+    def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+        time.sleep(self.step_s)
+        self.t += 1
+        return np.array([min(self.t / self.length, 1.0)], np.float32), 1.0, self.t >= self.length, False, {}
+
+
+register_env("slow_long", lambda **kw: GymnasiumEnv(SlowLong(**kw), name="slow_long"), overwrite=True)
+
+
+def test_a_run_with_no_stop_criterion_is_refused_before_anything_starts(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        run_job(composed_values("stop.time_s=0", "env=tictactoe"), str(tmp_path / "run"))
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and not (tmp_path / "run").exists()
+    assert "no stop criterion" in err and "stop.time_s, stop.env_steps, stop.iterations" in err and "stop.metric" in err
+    # The Python API's budget may come with train(); without one it is refused before setup.
+    trainer = Trainer("tictactoe")
+    with pytest.raises(ValueError, match="no stop criterion"):
+        trainer.train()
+    with pytest.raises(ValueError, match="sets no budget"):
+        trainer.train(time_s=0)
+    assert trainer._run is None, "nothing was built"
+
+
+def test_the_time_budget_counts_the_setup_and_bounds_an_evaluation_in_flight(tmp_path):
+    # Each env copy takes 0.2 s to build (4 training copies: 0.8 s of setup, 4 evaluation copies
+    # 0.8 s more inside the round) and 1 ms a step; episodes never end within the budget.
+    env = {"name": "slow_long", "kwargs": {"length": 100_000, "build_s": 0.2, "step_s": 0.001}}
+    values = short_run_values(env, eval={"interval": 1, "episodes": 8, "env_steps": 0}, stop={"iterations": 0, "time_s": 3.0})
+    trainer = Trainer(parse_run_config(values), tmp_path / "run")
+    t0 = time.perf_counter()
+    with pytest.warns(UserWarning, match=r"no training episode finished in this run \(\d+ s\)"):
+        summary = trainer.train()
+    wall = time.perf_counter() - t0
+    trainer.close()
+    assert wall <= 3.0 + 1.0, f"train(stop.time_s=3) took {wall:.1f} s"
+    assert summary["iterations"] >= 1
+    # The round started after the first iteration had the rest of the budget and ran out of it.
+    assert summary["eval_partial"] == {"asked": 8, "played": {"main": {"random": 0}}}
+    rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert rows[-1]["eval_partial"] == summary["eval_partial"]
+
+
+def test_a_budget_spent_by_the_setup_is_named(tmp_path):
+    env = {"name": "slow_long", "kwargs": {"length": 100, "build_s": 0.6}}
+    values = short_run_values(env, sampler={"num_envs": 2}, stop={"iterations": 0, "time_s": 1.0})
+    trainer = Trainer(parse_run_config(values), tmp_path / "run")
+    with pytest.warns(UserWarning, match=r"stop.time_s=1 was spent before the first iteration"):
+        summary = trainer.train()
+    trainer.close()
+    assert summary["iterations"] == 0
+
+
+class _Quiet:
+    """A sampler whose training episodes never end, and a league that records them."""
+
+    def pop_episode_stats(self) -> list[dict[str, Any]]:
+        return []
+
+    def record(self, episodes: list[dict[str, Any]]) -> None:
+        pass
+
+
+def test_the_quiet_warning_fires_by_time_too(monkeypatch):
+    monkeypatch.setattr(evaluation, "QUIET_SECONDS_WARNING", 0.0)
+    feed, quiet = EpisodeFeed(), _Quiet()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        feed.next([quiet], quiet)  # nothing asked yet: nothing to judge
+    with pytest.warns(UserWarning, match=r"no training episode finished in the first 0 s"):
+        feed.next([quiet], quiet)  # one iteration, fewer than QUIET_ITERATIONS_WARNING
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        feed.next([quiet], quiet)  # said once per quiet spell
+
+
+def test_an_env_step_bound_asks_for_episodes_it_can_finish(tmp_path):
+    # 8 copies of 100-step episodes, a 450-step bound: all 8 copies would stop at 56 steps each
+    # with nothing finished; at the training episodes' length the round asks for 2, on 2 copies.
+    env = {"name": "slow_long", "kwargs": {"length": 100}}
+    values = short_run_values(
+        env, sampler={"num_envs": 8, "fragment_length": 128}, iteration={"min_env_steps": 1024},
+        eval={"interval": 2, "episodes": 8, "env_steps": 450}, stop={"iterations": 2},
+    )  # fmt: skip
+    summary = run_job(values, str(tmp_path / "run"))
+    assert summary["eval_return_mean"] == {"main": 100.0}
+    assert summary["eval_partial"] == {}, "the 2 episodes asked for were played"
+
+
+TINY = ["env=tictactoe", "sampler.remote=false", "sampler.num_samplers=1", "sampler.num_envs=4", "sampler.fragment_length=16",
+        "iteration.min_env_steps=64", "algo.params.train_batch_size=64", "algo.params.minibatch_size=32", "algo.params.num_epochs=1",
+        "eval.interval=1", "eval.episodes=4", "logging.tensorboard=false", "logging.progress=false", "verbose=false"]  # fmt: skip
+
+
+def test_resume_takes_the_checkpoints_own_config_unless_overridden(tmp_path):
+    first = tmp_path / "first"
+    run_job(composed_values(*TINY, "stop.iterations=2", "stop.time_s=0"), str(first))
+    alone = composed_values(f"resume={first}")  # the default config is connect four's
+    assert alone["env"]["name"] == "tictactoe" and alone["sampler"]["num_envs"] == 4 and alone["stop"]["iterations"] == 2
+    assert alone["resume"] == str(first)
+    more = composed_values(f"resume={first}", "stop.iterations=3", "eval.episodes=6")
+    assert (more["stop"]["iterations"], more["eval"]["episodes"], more["env"]["name"]) == (3, 6, "tictactoe")
+    summary = run_job(more, str(tmp_path / "second"))
+    assert (summary["start_iteration"], summary["iterations"]) == (2, 3)
+    # An overridden env is checked against the checkpoint as before.
+    with pytest.raises(SystemExit):
+        run_job(composed_values(f"resume={first}", "env=connect_four"), str(tmp_path / "third"))
+
+
+def test_league_train_refuses_a_resume_with_no_checkpoint(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "league.cli.train", f"resume={tmp_path / 'nope'}", f"hydra.run.dir={tmp_path / 'run'}"],
+                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert out.returncode == 2 and "league-train: cannot resume" in out.stderr and "no such checkpoint" in out.stderr
