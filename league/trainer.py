@@ -112,11 +112,15 @@ class Trainer:
         return self.checkpointer.root
 
     # The loop -------------------------------------------------------------------------
-    def train(self, *, env_steps: int | None = None, iterations: int | None = None, time_s: float | None = None) -> dict[str, Any]:
+    def train(
+        self, *, env_steps: int | None = None, iterations: int | None = None, time_s: float | None = None, since: float | None = None
+    ) -> dict[str, Any]:
         """Run until the config's stop criteria, or, given any budget, for that many more env
         steps, iterations or seconds; returns the summary (also written to disk with a
-        ``final`` checkpoint). May be called again to train on."""
-        started = time.perf_counter()  # stop.time_s counts the setup (Ray, samplers, their envs) too
+        ``final`` checkpoint). May be called again to train on. ``since``: the
+        ``time.perf_counter()`` the time budget counts from (default: now; ``league-train``
+        passes its process start, so the process ends by ``stop.time_s``)."""
+        started = time.perf_counter() if since is None else since  # the setup (Ray, samplers, their envs) counts too
         Budget.stop_for(self.cfg.stop, self.clock, env_steps=env_steps, iterations=iterations, time_s=time_s)  # refused before setup
         self.setup()  # first: a resumed run's clock counts from its checkpoint
         stop = Budget.stop_for(self.cfg.stop, self.clock, env_steps=env_steps, iterations=iterations, time_s=time_s)

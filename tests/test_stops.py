@@ -156,3 +156,19 @@ def test_league_train_refuses_a_resume_with_no_checkpoint(tmp_path):
     out = subprocess.run([sys.executable, "-m", "league.cli.train", f"resume={tmp_path / 'nope'}", f"hydra.run.dir={tmp_path / 'run'}"],
                          capture_output=True, text=True, timeout=120)  # fmt: skip
     assert out.returncode == 2 and "league-train: cannot resume" in out.stderr and "no such checkpoint" in out.stderr
+
+
+def test_league_train_ends_by_stop_time_s_counted_from_its_process_start(tmp_path):
+    # The first job's budget counts from the process start: imports and the config check (seconds
+    # on a busy machine) are in it, so the process exits within about a second of stop.time_s.
+    budget = 6.0
+    t0 = time.perf_counter()
+    out = subprocess.run(
+        [sys.executable, "-m", "league.cli.train", *TINY, f"stop.time_s={budget}", f"hydra.run.dir={tmp_path / 'run'}"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    wall = time.perf_counter() - t0
+    assert out.returncode == 0, out.stderr[-2000:]
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["iterations"] >= 1 and summary["wall_time_s"] <= budget + 1.0
+    assert wall <= budget + 2.5, f"league-train stop.time_s={budget} ran {wall:.1f} s"

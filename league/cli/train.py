@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ from league.presets import apply_preset
 from league.resume import resume_config
 from league.run.stops import require_stop
 
-__all__ = ["main", "config_dir", "composed_values", "overridden_keys", "override_paths", "run_job"]
+__all__ = ["main", "config_dir", "composed_values", "overridden_keys", "override_paths", "process_age_s", "run_job"]
 
 
 def config_dir() -> str:
@@ -70,8 +71,24 @@ def override_paths(overrides: Sequence[str]) -> set[str]:
     return {o.key_or_group for o in OverridesParser.create().parse_overrides(list(overrides))}
 
 
-def run_job(values: dict[str, Any], output_dir: str) -> dict[str, Any]:
+#: Jobs this process has run: the first one's time budget counts from the process start
+#: (imports, the config check), a sweep's later ones from their own start.
+_jobs_run = 0
+
+
+def process_age_s() -> float:
+    """Seconds since this process started (Linux's /proc), 0 where that is unknown."""
+    try:
+        start_ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])  # field 22, starttime
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def run_job(values: dict[str, Any], output_dir: str, since: float | None = None) -> dict[str, Any]:
     """One training job from a resolved config dict, into ``output_dir``; returns its summary.
+    ``since``: the ``time.perf_counter()`` its time budget counts from (default: when training starts).
 
     A bad config or resume checkpoint exits with status 2 and a message on stderr, before
     Ray starts and before anything is written.
@@ -89,7 +106,7 @@ def run_job(values: dict[str, Any], output_dir: str) -> dict[str, Any]:
         run_cfg.resume = to_absolute_path(run_cfg.resume)
     trainer = Trainer(run_cfg, output_dir)
     try:
-        summary = trainer.train()
+        summary = trainer.train(since=since)
     except CheckpointError as err:
         print(f"league-train: cannot resume: {err}", file=sys.stderr)
         raise SystemExit(2) from None
@@ -119,7 +136,10 @@ def _train(cfg: DictConfig) -> float | None:
     except CheckpointError as err:
         print(f"league-train: cannot resume: {err}", file=sys.stderr)
         raise SystemExit(2) from None
-    summary = run_job(values, HydraConfig.get().runtime.output_dir)
+    global _jobs_run
+    since = time.perf_counter() - process_age_s() if _jobs_run == 0 else None  # stop.time_s: the process's time
+    _jobs_run += 1
+    summary = run_job(values, HydraConfig.get().runtime.output_dir, since)
     return summary["final_metric"]  # the value sweepers optimise: win rate, mean return or a metric key (eval.metric)
 
 
