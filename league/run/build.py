@@ -276,6 +276,8 @@ def load_samplers(
     for s in samplers:
         if is_ray_actor(s):  # a restarted sampler re-runs __init__: it lost snapshots and matchups
             on_sampler_restart(s, on_restart)
+            if server is not None:  # and it may have been the last client of a model: the server's weights again
+                on_sampler_restart(s, lambda _s: submit(server, InferenceFace.set_weights, learner.get_weights(league.learning)))
 
 
 def sampling_mode(cfg: RunConfig, algorithms: Mapping[str, Algorithm]) -> str:
