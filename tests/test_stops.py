@@ -21,7 +21,7 @@ from league.cli.train import run_job
 from league.config import parse_run_config
 from league.envs import register_env
 from league.envs.gym_env import GymnasiumEnv
-from league.run import evaluation
+from league.run import evaluation, state
 from league.run.evaluation import EpisodeFeed
 from league.trainer import Trainer
 from run_helpers import composed_values, short_run_values
@@ -68,22 +68,37 @@ def test_a_run_with_no_stop_criterion_is_refused_before_anything_starts(tmp_path
 
 
 def test_the_time_budget_counts_the_setup_and_bounds_an_evaluation_in_flight(tmp_path):
-    # Each env copy takes 0.2 s to build (4 training copies: 0.8 s of setup, 4 evaluation copies
+    # Each env copy takes 0.2 s to build (the setup builds about 12: some 2.5 s; 4 evaluation copies
     # 0.8 s more inside the round) and 1 ms a step; episodes never end within the budget.
     env = {"name": "slow_long", "kwargs": {"length": 100_000, "build_s": 0.2, "step_s": 0.001}}
-    values = short_run_values(env, eval={"interval": 1, "episodes": 8, "env_steps": 0}, stop={"iterations": 0, "time_s": 3.0})
+    values = short_run_values(env, eval={"interval": 1, "episodes": 8, "env_steps": 0}, stop={"iterations": 0, "time_s": 5.0})
     trainer = Trainer(parse_run_config(values), tmp_path / "run")
     t0 = time.perf_counter()
     with pytest.warns(UserWarning, match=r"no training episode finished in this run \(\d+ s\)"):
         summary = trainer.train()
     wall = time.perf_counter() - t0
     trainer.close()
-    assert wall <= 3.0 + 1.0, f"train(stop.time_s=3) took {wall:.1f} s"
+    assert wall <= 5.0 + 1.0, f"train(stop.time_s=5) took {wall:.1f} s"
     assert summary["iterations"] >= 1
     # The round started after the first iteration had the rest of the budget and ran out of it.
     assert summary["eval_partial"] == {"asked": 8, "played": {"main": {"random": 0}}}
     rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert rows[-1]["eval_partial"] == summary["eval_partial"]
+
+
+def test_no_round_starts_that_the_time_left_has_no_room_for(tmp_path, monkeypatch):
+    # A first round needs FIRST_ROUND_SHARE of the budget left (a round's time limit bounds its
+    # steps, not the building of its env copies); at 0.99 no round fits after the setup.
+    monkeypatch.setattr(state, "FIRST_ROUND_SHARE", 0.99)
+    env = {"name": "slow_long", "kwargs": {"length": 100_000, "build_s": 0.05, "step_s": 0.001}}
+    values = short_run_values(env, eval={"interval": 1, "episodes": 8, "env_steps": 0}, stop={"iterations": 0, "time_s": 3.0})
+    trainer = Trainer(parse_run_config(values), tmp_path / "run")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        summary = trainer.train()
+    trainer.close()
+    assert summary["iterations"] >= 1 and summary["wall_time_s"] <= 3.0 + 0.5
+    assert trainer.run.evaluation.round_s is None and summary["eval_partial"] == {}, "no round was started"
 
 
 def test_a_budget_spent_by_the_setup_is_named(tmp_path):

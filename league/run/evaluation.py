@@ -177,6 +177,8 @@ class EvaluationRounds:
         # opponent -> episodes played, of `asked` each (empty: the round played every game).
         self.partial: dict[str, dict[str, int]] = {}
         self.asked = 0
+        self.round_s: float | None = None  # how long the latest round took, start to collection
+        self._started_at = 0.0
         # (policy, or None: league games; its opponent; calls)
         self._pending: list[tuple[str | None, str, list[tuple[SamplerHandle, Pending[list[dict[str, Any]]]]]]] = []
 
@@ -201,6 +203,7 @@ class EvaluationRounds:
         if steps and episode_len:
             per = max(1, min(per, int(steps // (2 * episode_len))))
         self.asked = per * len(samplers)
+        self._started_at = time.perf_counter()
         games = league.evaluation_matchups()
         # The calls a sampler plays one after the other share the time; in-process samplers
         # run one after the other too.
@@ -251,6 +254,7 @@ class EvaluationRounds:
                     self.returns[pid] = round(mean, 5)
                     self.medians[pid] = round(median, 5)
         self._pending = []
+        self.round_s = time.perf_counter() - self._started_at
         if self.win_rates:
             worst = min(self.win_rates.values())
             self.best_win_rate = worst if self.best_win_rate is None else max(self.best_win_rate, worst)

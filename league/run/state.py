@@ -37,7 +37,12 @@ from league.runtime import start_ray
 from league.runtime.actors import is_ray_actor
 from league.runtime.faces import LearnerFace, PlanFace, SamplerHandle
 
-__all__ = ["Run", "RunPart", "build_run", "close_samplers"]
+__all__ = ["Run", "RunPart", "build_run", "close_samplers", "FIRST_ROUND_SHARE"]
+
+#: An evaluation round starts only if the time budget has room for it: as long as the latest
+#: round took, or, before any, this share of stop.time_s. Its time limit bounds its steps, not the
+#: building of its env copies (seconds for Atari), nor the training calls queued behind it.
+FIRST_ROUND_SHARE = 0.2
 
 T = TypeVar("T")
 
@@ -105,7 +110,10 @@ class Run:
         self.headlines.observe(stats)
         self.league.update(self.clock.iteration, self.plan.metrics.counters, self.learner, self.samplers)
         if self.cfg.eval.interval and self.clock.iteration % self.cfg.eval.interval == 0 and not evaluation.running:
-            evaluation.start(self.samplers, self.league, budget.time_left_s(elapsed + time.perf_counter() - t0), self.episode_len())
+            left = budget.time_left_s(elapsed + time.perf_counter() - t0)
+            needs = evaluation.round_s if evaluation.round_s is not None else FIRST_ROUND_SHARE * budget.stop.time_s
+            if left is None or left >= needs:  # else the run ends before the round could
+                evaluation.start(self.samplers, self.league, left, self.episode_len())
         evaluation.collect(self.league, block=False)
         time_s = elapsed + time.perf_counter() - t0
         extra = {
