@@ -20,7 +20,8 @@ Usage::
 
 ``--override`` adds ``league-train`` overrides to every run (``learner=gpu``,
 ``algo.params.model=mlp``, ...). ``--dry-run``: tic-tac-toe, in-process samplers and a few
-seconds per run, to check the script end to end on any machine (``--device`` still applies).
+iterations per run (``--time-s`` of them, 2 to 8), to check the script end to end on any
+machine (``--device`` still applies).
 
 ``scripts/gpu_check.sh`` runs it on the GPU machine, and then ``--record FIGURES.jsonl
 --append-to FILE ...``: one object for the device run (:func:`gpu_record`: the device's name,
@@ -71,14 +72,16 @@ def rate_after_first_row(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def run_job(mode: str, device: str, time_s: float, overrides: list[str], workdir: Path) -> dict[str, Any]:
-    """One ``league-train`` run with ``sampler.inference=mode``; its figure (see the module docstring)."""
+def run_job(mode: str, device: str, time_s: float, overrides: list[str], workdir: Path, iterations: int = 0) -> dict[str, Any]:
+    """One ``league-train`` run with ``sampler.inference=mode``, for ``time_s`` seconds (its
+    start-up included), or ``iterations`` iterations when given; its figure (module docstring)."""
     run_dir = workdir / mode
-    args = [sys.executable, "-m", "league.cli.train", "logging=quiet", f"stop.time_s={time_s}", f"hydra.run.dir={run_dir}",
+    stop = [f"stop.iterations={iterations}", "stop.time_s=0"] if iterations else [f"stop.time_s={time_s}"]
+    args = [sys.executable, "-m", "league.cli.train", "logging=quiet", *stop, f"hydra.run.dir={run_dir}",
             f"sampler.inference={mode}", *([f"sampler.inference_device={device}"] if mode == "server" else []), *overrides]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     t0 = time.perf_counter()
-    done = subprocess.run(args, cwd=workdir, env=env, capture_output=True, text=True, timeout=time_s + 300)
+    done = subprocess.run(args, cwd=workdir, env=env, capture_output=True, text=True, timeout=(time_s or 300) + 300)
     wall = time.perf_counter() - t0
     if done.returncode != 0:
         tail = (done.stderr or done.stdout).strip().splitlines()[-5:]
@@ -157,14 +160,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--modes", nargs="+", default=["local", "server"], choices=["local", "server"])
     p.add_argument("--label", default="default", help="the job's name in the output (e.g. mlp)")
     p.add_argument("--override", action="append", default=[], help="a league-train override for every run (repeatable)")
-    p.add_argument("--dry-run", action="store_true", help="tic-tac-toe, in-process samplers, a few seconds per run")
+    p.add_argument("--dry-run", action="store_true", help="tic-tac-toe, in-process samplers, a few iterations per run")
     p.add_argument("--record", type=Path, help="no runs: gpu_check.sh's figures file -> the device run's object")
     p.add_argument("--append-to", type=Path, action="append", default=[], help="with --record: append the object here (repeatable)")
     args = p.parse_args(argv)
     if args.append_to and args.record is None:
         p.error("--append-to goes with --record")
-    if args.dry_run:
-        args.time_s = min(args.time_s, 6.0)
+    args.iterations = 0
+    if args.dry_run:  # a few iterations: a run's time budget includes its start-up, slow on a busy machine
+        args.iterations = max(2, min(int(args.time_s), 8))
         args.override = DRY_RUN + args.override
     if args.time_s <= 0:
         p.error(f"--time-s must be > 0, got {args.time_s}")
@@ -182,7 +186,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     figures: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="bench_inference_") as tmp:
         for mode in args.modes:
-            figure = {**run_job(mode, args.device, args.time_s, args.override, Path(tmp)), **common}
+            figure = {**run_job(mode, args.device, args.time_s, args.override, Path(tmp), args.iterations), **common}
             figures.append(figure)
             print(json.dumps(figure), flush=True)
     rates = {f["inference"]: f.get("env_steps_per_s") for f in figures}

@@ -17,7 +17,7 @@
 #    -m "not slow". Where CUDA is present the tests that stand in for it on CPU skip, and the
 #    gpu-marked ones run.
 # 4. Issue 36's figures (LEAGUE_GPU_FIGURES=1, default), one JSON line each in figures.jsonl,
-#    each run's baseline in the same call (LEAGUE_GPU_SECONDS: each league-train run's length):
+#    each run's baseline in the same call (LEAGUE_GPU_SECONDS, default 50: each league-train run's stop.time_s, its start-up included):
 #    - default_job: the default connect-four job with learner=gpu, local inference (today's
 #      path) and sampler.inference=server on cuda (benchmarks/bench_inference.py), with
 #      LEAGUE_GPU_SAMPLERS' sampler sizes (default: 12 samplers of 128 env copies);
@@ -110,7 +110,7 @@ if ((DRY_RUN == 0 || HAS_CUDA == 1)); then
 fi
 
 figures() {  # issue 36's figures into figures.jsonl, then the record into gpu.jsonl
-  local seconds="${LEAGUE_GPU_SECONDS:-40}" device=cuda samplers="${LEAGUE_GPU_SAMPLERS:-sampler.num_samplers=12 sampler.num_envs=128}"
+  local seconds="${LEAGUE_GPU_SECONDS:-50}" device=cuda samplers="${LEAGUE_GPU_SAMPLERS:-sampler.num_samplers=12 sampler.num_envs=128}"
   local learner="learner=gpu learner.num_gpus_per_learner=0.5 sampler.inference_num_gpus=0.5"  # both Ray actors see the GPU
   local stacked=(--ks 16 --models conv --repeats 3) dry=() ov
   if ((DRY_RUN)); then
