@@ -109,19 +109,21 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
     except TypeError as err:
         raise ValueError(f"env '{cfg.env.name}' rejected env.kwargs {cfg.env.kwargs}: {err}") from err
     from league.run.env_checks import (
-        bound_fragment_memory, check_exact_game, check_openings, check_symmetry, policy_group, probe_env, resolve_env_groups,
+        bound_fragment_memory, bound_fragment_time, check_exact_game, check_openings, check_symmetry, policy_group, probe_env,
+        resolve_env_groups,
     )
 
     try:
         specs = {agent: env.spec(agent) for agent in env.possible_agents}
         check_openings(cfg, env)
-        probe_env(cfg, env, specs)  # a kwarg the constructor only stores fails at the first reset or step
+        step_s = probe_env(cfg, env, specs)  # a kwarg the constructor only stores fails at the first reset or step
         check_exact_game(cfg, env)
     finally:
         env.close()
 
     group_specs = resolve_env_groups(cfg, specs)
     bound_fragment_memory(cfg, specs)
+    bound_fragment_time(cfg, step_s)
     spec = next(iter(specs.values()))
     specs_met = list(group_specs.values()) or [spec]  # what the algorithm's policies will see
     check_symmetry(cfg, specs_met)

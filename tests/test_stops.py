@@ -187,3 +187,14 @@ def test_league_train_ends_by_stop_time_s_counted_from_its_process_start(tmp_pat
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["iterations"] >= 1 and summary["wall_time_s"] <= budget + 1.0
     assert wall <= budget + 2.5, f"league-train stop.time_s={budget} ran {wall:.1f} s"
+
+
+def test_fragments_of_a_slow_env_are_sized_to_the_time_budget():
+    # 10 ms a step: 4 copies x 64 steps would be 2.6 s of one sample() call (5 s with the cores
+    # shared), past max(2 s, a twentieth of stop.time_s=20); a run ends only between fragments.
+    env = {"name": "slow_long", "kwargs": {"length": 1000, "step_s": 0.01}}
+    with pytest.warns(UserWarning, match=r"sampler.num_envs x fragment_length 4 x 64 -> 4 x \d+: env 'slow_long' takes about"):
+        cfg = parse_run_config(short_run_values(env, sampler={"fragment_length": 64}, stop={"iterations": 0, "time_s": 20.0}))
+    assert 1 <= cfg.sampler.fragment_length <= 25 and cfg.sampler.num_envs == 4
+    untimed = parse_run_config(short_run_values(env, sampler={"fragment_length": 64}, stop={"iterations": 2, "time_s": 0}))
+    assert untimed.sampler.fragment_length == 64, "no time budget: nothing to fit"

@@ -9,6 +9,7 @@ where the game allows them.
 from __future__ import annotations
 
 import math
+import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -18,11 +19,40 @@ if TYPE_CHECKING:
     from league.envs.base import MultiAgentEnv
 
 __all__ = ["MAX_FRAGMENT_BYTES", "bound_fragment_memory", "resolve_env_groups", "policy_group", "check_openings",
-           "check_symmetry", "probe_env", "check_exact_game"]
+           "check_symmetry", "probe_env", "check_exact_game", "bound_fragment_time"]
 
 
 #: The most observation bytes one sampler's fragment may hold; larger configs are shrunk.
 MAX_FRAGMENT_BYTES = 1 << 30
+#: The config check's env probe: at most this many random steps, and about this many seconds.
+PROBE_STEPS, PROBE_S = 8, 0.25
+#: With a time budget, one sampler's fragment may take this share of stop.time_s (at least
+#: MIN_FRAGMENT_S): a run's last iteration ends at the deadline only between fragments.
+FRAGMENT_SHARE, MIN_FRAGMENT_S = 0.05, 2.0
+
+
+def bound_fragment_time(cfg: RunConfig, step_s: float) -> None:
+    """Shrink ``sampler.fragment_length`` (then ``num_envs``) until one sampler's fragment, at
+    ``step_s`` seconds an env step (the probe's, times 2 for the samplers and the learner sharing
+    cores), fits in :data:`FRAGMENT_SHARE` of ``stop.time_s``, with a warning naming the change:
+    a ``sample()`` call cannot stop midway, so on a slow env (pistonball: 32 copies x 64 steps at
+    about 30 ms a step is a minute) one fragment overran a 45 s budget by 90 s."""
+    s, budget = cfg.sampler, cfg.stop.time_s
+    if not budget:
+        return
+    bound, per_step = max(MIN_FRAGMENT_S, FRAGMENT_SHARE * budget), 2.0 * step_s
+    if s.num_envs * s.fragment_length * per_step <= bound:
+        return
+    before = (s.num_envs, s.fragment_length)
+    s.fragment_length = max(1, int(bound // (s.num_envs * per_step)))
+    s.num_envs = max(1, min(s.num_envs, int(bound // (s.fragment_length * per_step))))
+    warnings.warn(
+        f"sampler.num_envs x fragment_length {before[0]} x {before[1]} -> {s.num_envs} x {s.fragment_length}: env "
+        f"'{cfg.env.name}' takes about {1000 * step_s:.1f} ms a step (the config check's probe), so one fragment would take "
+        f"about {before[0] * before[1] * per_step:.0f} s, past {bound:.1f} s of stop.time_s={budget:g}, and a run ends only "
+        "between fragments; set sampler.fragment_length and sampler.num_envs yourself to choose",
+        stacklevel=3,
+    )
 
 
 def bound_fragment_memory(cfg: RunConfig, specs: Mapping[str, Any]) -> None:
@@ -144,24 +174,34 @@ def check_symmetry(cfg: RunConfig, specs: Iterable[Any]) -> None:
         cfg.algo.params["model_kwargs"] = {k: v for k, v in kwargs.items() if k != "symmetry"}
 
 
-def probe_env(cfg: RunConfig, env: MultiAgentEnv, specs: Mapping[str, Any]) -> None:
-    """Reset ``env`` and take one step of uniformly random legal actions, so that a kwarg the
-    constructor stores without looking at (``env.kwargs.max_cycles=abc``) fails here, before
-    Ray starts, and not in a sampler later: a ``TypeError``/``ValueError`` becomes a
-    ``ValueError`` naming ``env.kwargs`` and the values its message points at."""
+def probe_env(cfg: RunConfig, env: MultiAgentEnv, specs: Mapping[str, Any]) -> float:
+    """Reset ``env`` and step it with uniformly random legal actions (a few steps, at most about
+    :data:`PROBE_S` seconds), so that a kwarg the constructor stores without looking at
+    (``env.kwargs.max_cycles=abc``) fails here, before Ray starts, and not in a sampler later: a
+    ``TypeError``/``ValueError`` becomes a ``ValueError`` naming ``env.kwargs`` and the values its
+    message points at. Returns the seconds a step took (what :func:`bound_fragment_time` reads)."""
     from league.policy import RandomPolicy
 
+    policies = {}
+    for agent, spec in specs.items():
+        bounds = (spec.action_low, spec.action_high) if spec.continuous else None
+        policies[agent] = RandomPolicy(seed=0, action_bounds=bounds, action_nvec=spec.action_nvec)
     try:
         step = env.reset(seed=0)
-        actions: dict[str, Any] = {}
-        for agent, obs in step.obs.items():
-            spec = specs[agent]
-            bounds = (spec.action_low, spec.action_high) if spec.continuous else None
-            policy = RandomPolicy(seed=0, action_bounds=bounds, action_nvec=spec.action_nvec)
-            action = policy.compute_actions(obs[None], step.masks[agent][None])["actions"][0]
-            actions[agent] = action if spec.continuous or spec.action_nvec is not None else int(action)
-        if actions:
-            env.step(actions)
+        t0, steps = time.perf_counter(), 0
+        while steps < PROBE_STEPS and (steps == 0 or time.perf_counter() - t0 < PROBE_S):
+            actions: dict[str, Any] = {}
+            for agent, obs in step.obs.items():
+                spec = specs[agent]
+                action = policies[agent].compute_actions(obs[None], step.masks[agent][None])["actions"][0]
+                actions[agent] = action if spec.continuous or spec.action_nvec is not None else int(action)
+            if not actions:
+                break
+            step = env.step(actions)
+            steps += 1
+            if step.done:
+                step = env.reset()
+        return (time.perf_counter() - t0) / max(steps, 1)
     except (TypeError, ValueError, RuntimeError) as err:
         cause: BaseException | None = err  # the adapters wrap an env's own error in a RuntimeError naming the env
         while cause is not None and not isinstance(cause, (TypeError, ValueError)):
