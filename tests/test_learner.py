@@ -371,7 +371,8 @@ def test_bf16_precision_runs_the_update_in_bfloat16_and_keeps_fp32_weights():
         algo.make_model = lambda *a, **k: models.append(make_model(*a, **k)) or models[-1]
         learner.add_policy("p", algo)
         seen: list[torch.dtype] = []
-        linear = next(m for m in models[-1].modules() if isinstance(m, torch.nn.Linear))
+        # a head: the conv trunk reads its fc's weight without calling the module (models.conv_trunk)
+        linear = [m for m in models[-1].modules() if isinstance(m, torch.nn.Linear)][-1]
         linear.register_forward_hook(lambda _m, _i, out: seen.append(out.dtype))
         stats = learner.learn_on_batch(batch)["p"]
         assert all(np.isfinite(v) for v in stats.values()), stats

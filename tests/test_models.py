@@ -179,20 +179,49 @@ def test_adam_is_fused_where_the_kernel_runs_and_steps_like_plain_adam():
     assert not adam(half.parameters(), lr=1e-3).param_groups[0]["fused"]
 
 
-@pytest.mark.parametrize("model_class, shape", [(ConvModel, (6, 7, 2)), (NatureCNNModel, (36, 36, 3))])
-def test_convs_see_contiguous_channels_first_batches(model_class, shape):
+def test_nature_cnn_sees_contiguous_channels_first_batches():
     # From a permuted view the conv returns channels-last activations and the CPU backward
     # over mixed layouts is many times slower; the values must not change either way.
     from league.algos.models import channels_first
 
-    obs = torch.rand(5, *shape)
+    obs = torch.rand(5, 36, 36, 3)
     x = channels_first(obs)
     assert x.is_contiguous() and torch.equal(x, obs.permute(0, 3, 1, 2))
-    model = model_class(shape, 4)
-    convs = model.convs if model_class is ConvModel else model.trunk[:-3]
-    assert convs(x).is_contiguous()
+    model = NatureCNNModel((36, 36, 3), 4)
+    assert model.trunk[:-3](x).is_contiguous()
     pi, value = model(obs)
     assert pi.shape == (5, 4) and value.shape == (5,)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"channels": [8, 16], "kernel_size": 3, "padding": None}, {"separate_networks": True}])
+def test_channels_last_conv_trunk_reads_the_parameters_as_the_plain_one(kwargs):
+    """ConvModel's trunk runs channels-last with fc's weight permuted to the (H, W, C) flatten;
+    outputs and every parameter's gradient equal the plain fc(convs(channels_first(obs))), so
+    checkpoints from before read the same (and the activations really are channels-last)."""
+    from league.algos.models import channels_first, conv_trunk
+
+    torch.manual_seed(0)
+    model = ConvModel((6, 7, 3), 7, **kwargs)
+    obs = torch.rand(11, 6, 7, 3)
+
+    def plain(m, x):
+        z = m.fc(m.convs(channels_first(x)))
+        zv = z if m.vf_convs is None else m.vf_fc(m.vf_convs(channels_first(x)))
+        return m.pi(z), m.vf(zv).squeeze(-1)
+
+    grads = []
+    for forward in (lambda m, x: m(x), plain):
+        model.zero_grad()
+        pi, value = forward(model, obs)
+        (pi.pow(2).sum() + value.sum()).backward()
+        grads.append(([p.grad.clone() for p in model.parameters()], pi.detach(), value.detach()))
+    (fast, pi_fast, v_fast), (slow, pi_slow, v_slow) = grads
+    assert torch.allclose(pi_fast, pi_slow, atol=1e-6) and torch.allclose(v_fast, v_slow, atol=1e-6)
+    for a, b in zip(fast, slow):
+        assert torch.allclose(a, b, atol=1e-5)
+    activations = model.convs[:-1](obs.permute(0, 3, 1, 2))
+    assert activations.is_contiguous(memory_format=torch.channels_last)
+    assert conv_trunk(model.convs, model.fc, obs).shape == (11, model.fc[0].out_features)
 
 
 def test_both_wrappers_answer_for_the_model_they_wrap():

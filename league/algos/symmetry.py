@@ -97,7 +97,9 @@ class SymmetrizedModel(ModelWrapper):
         """Invariant ``(logits, value)``: the mean over the group's copies of the board."""
         batch = obs.shape[0]
         groups, size = self.obs_src.shape
-        copies = obs.reshape(batch, size)[:, self.obs_src]  # [B, G, D]
+        # [B, G * D]: index_select, not advanced indexing (obs[:, obs_src]), which takes 5x as
+        # long on CPU (0.54 against 0.10 ms for a 512-row minibatch of connect four's boards)
+        copies = obs.reshape(batch, size).index_select(1, self.obs_src.reshape(-1))
         index = self.action_map.unsqueeze(0).expand(batch, groups, -1)  # [B, G, A]
         logits, value = self.base(copies.reshape(batch * groups, *self.obs_shape))
         logits = torch.gather(logits.reshape(batch, groups, -1), 2, index).mean(dim=1)

@@ -41,6 +41,7 @@ import torch
 
 from league.learn.algorithm import Algorithm, PolicyState, read_version, write_version
 from league.batch import MultiAgentBatch, SampleBatch
+from league.learn.onednn import fp32_matmuls
 from league.learn.stacking import stack_signature
 from league.learn.staleness import FreshRows, select_fresh_rows
 
@@ -71,7 +72,9 @@ class Learner:
     and losses in fp32); weights, gradients and optimiser state stay fp32, and inference
     elsewhere (samplers, evaluation) is unchanged. On this project's CPU (AMX) the default
     job's update was 1.2x faster alone (``benchmarks/bench_precision.py``) but slower inside
-    a run (benchmarks/results/strength_history.md), so no config turns it on.
+    a run (benchmarks/results/strength_history.md), so no config turns it on. ``"fp32"`` on
+    CPU runs the update's matrix products in oneDNN where that keeps them fp32
+    (:mod:`league.learn.onednn`: 2x MKL's speed on AMD CPUs).
     """
 
     def __init__(
@@ -421,10 +424,11 @@ class Learner:
         return [pid for pid in wanted if pid in batch.policy_batches and len(batch[pid]) > 0]
 
     def _autocast(self) -> contextlib.AbstractContextManager[Any]:
-        """The updates' precision: bfloat16 autocast on this device, or nothing (fp32)."""
+        """The updates' precision: bfloat16 autocast on this device, or fp32 (on CPU with its
+        products in oneDNN where that keeps them fp32: :mod:`league.learn.onednn`)."""
         if self.precision == "bf16":
             return torch.autocast(self.device.type, dtype=torch.bfloat16)
-        return contextlib.nullcontext()
+        return fp32_matmuls() if self.device.type == "cpu" else contextlib.nullcontext()
 
     @contextlib.contextmanager
     def _cpu_threads(self, pids: list[str]) -> Iterator[None]:
