@@ -128,8 +128,9 @@ class InferenceServer:
 
     def __init__(self, device: str = "cpu", torch_threads: int = 1) -> None:
         self.device = torch.device(resolve_device(device))
-        if torch_threads > 0:
-            torch.set_num_threads(torch_threads)
+        self._threads = torch_threads
+        self._threads_set: set[int] = set()  # threads whose torch thread count is set
+        self._set_threads()
         self._hosted: dict[str, _Hosted] = {}
         # Ray runs a threaded actor's calls at once: models and membership change under
         # _models only, and waiting compute_actions calls are served together (_turn).
@@ -138,6 +139,13 @@ class InferenceServer:
         self._waiting: list[_Call] = []
         self._serving = False
         self.merged_forwards = 0  # forward passes that served several clients' rows at once
+
+    def _set_threads(self) -> None:
+        # OpenMP's thread count is per thread: each of a threaded actor's call threads would
+        # otherwise run (and spin-wait) on every core, taking them from the learner and samplers.
+        if self._threads > 0 and threading.get_ident() not in self._threads_set:
+            torch.set_num_threads(self._threads)
+            self._threads_set.add(threading.get_ident())
 
     def register_client(self, client: int) -> None:
         """Forget whatever ``client`` held (a sampler starting, or restarted by Ray)."""
@@ -201,6 +209,7 @@ class InferenceServer:
             else:
                 batch = []
         if batch:
+            self._set_threads()
             try:
                 with self._models:
                     self._serve(batch)
