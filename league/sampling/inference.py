@@ -104,6 +104,9 @@ class _Call:
     explore: bool
     results: list[dict[str, np.ndarray]] | None = None
     error: BaseException | None = None
+    # Set under the turn lock once the serving thread has finished: results are filled in
+    # outside that lock, so a waiter must not read them before this (a half-filled list).
+    done: bool = False
 
 
 @dataclass
@@ -201,9 +204,9 @@ class InferenceServer:
         call = _Call(client, requests, explore)
         with self._turn:
             self._waiting.append(call)
-            while self._serving and call.results is None and call.error is None:
+            while self._serving and not call.done:
                 self._turn.wait()
-            if call.results is None and call.error is None:  # this thread serves every waiting call
+            if not call.done:  # this thread serves every waiting call
                 self._serving = True
                 batch, self._waiting = self._waiting, []
             else:
@@ -215,6 +218,8 @@ class InferenceServer:
                     self._serve(batch)
             finally:
                 with self._turn:
+                    for served in batch:
+                        served.done = True
                     self._serving = False
                     self._turn.notify_all()
         if call.error is not None:
