@@ -34,6 +34,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("sampling", ["league.sampling"]),
     ("learn", ["league.learn"]),
     ("algos", ["league.algos"]),
+    ("search", ["league.search"]),
     ("population", ["league.population"]),
     ("games", ["league.games"]),
     ("leagues", ["league.leagues"]),

@@ -32,7 +32,7 @@ def test_the_package_follows_the_layering(check):
 
 def test_layers_are_the_drawn_ones(check):
     names = [name for name, _ in check.LAYERS]
-    assert names == ["core", "envs", "runtime", "flow", "sampling", "learn", "algos", "population", "games", "leagues", "run",
+    assert names == ["core", "envs", "runtime", "flow", "sampling", "learn", "algos", "search", "population", "games", "leagues", "run",
                      "report", "cli"]
     drawing = (ROOT / "docs" / "ARCHITECTURE.md").read_text()
     for _, prefixes in check.LAYERS:

@@ -4,12 +4,13 @@
 
     league-eval checkpoint=outputs/2025-01-01/12-00-00 opponents=[random,negamax] episodes=100
     league-eval checkpoint=... opponents=[negamax] opening_plies=2 tactics=true
+    league-eval checkpoint=... opponents=[negamax,mcts] opening_plies=2 search=64 mcts_simulations=1000
 
 Arguments are ``key=value`` pairs (lists in brackets, as in Hydra overrides):
 
 - ``checkpoint`` (required): a checkpoint directory, or a run directory (its latest one);
 - ``opponents`` (default ``[random]``): ``random``; ``negamax`` (connect four, search depth
-  ``depth``); ``minimax`` (tic-tac-toe); or any policy id stored in the checkpoint (a
+  ``depth``); ``minimax`` (tic-tac-toe); ``mcts`` (below); or any policy id stored in the checkpoint (a
   snapshot such as ``main@v3``, another learning policy);
 - ``policies`` (default: the checkpoint's learning policies): who plays the opponents;
 - ``meta_strategy``, as a policy or an opponent: the league's meta-strategy, the mixture of
@@ -29,11 +30,21 @@ Arguments are ``key=value`` pairs (lists in brackets, as in Hydra overrides):
   the same ones for every pair (they depend on ``seed`` only);
 - ``tactics`` (false): connect four only: also score each evaluated policy (greedy) on
   500 positions from random play where it can win at once (immediate-win rate) and 500
-  where it must block a single threat (block rate).
+  where it must block a single threat (block rate); the policy itself, without ``search``;
+- ``search`` (0: off): each evaluated policy plays with PUCT search of this many simulations
+  per move (:mod:`league.search.puct`: its action distribution the prior, its value head the
+  leaf value, or a random rollout for a policy without one), on any env with a simulator
+  (every perfect-information ``openspiel:<game>``, and the envs game plug-ins register:
+  ``connect_four``, ``tictactoe``);
+- ``mcts``, as an opponent, on the same envs: UCT with random rollouts (OpenSpiel's own
+  ``MCTSBot``, ``uct_c=2``, one rollout per leaf, solver on, on OpenSpiel games;
+  :mod:`league.search.mcts`) of ``mcts_simulations`` (1000) simulations per move.
 
-Games run in this process (no Ray): with ``opening_plies=0`` on a sampler's evaluation
-runner, seats drawn at random per episode; otherwise with
-:func:`league.population.yardstick.play_matches`. The output is a table of
+Games run in this process (no Ray): with ``opening_plies=0`` (and no search, no ``mcts``)
+on a sampler's evaluation runner, seats drawn at random per episode; otherwise with
+:func:`league.population.yardstick.play_matches` (a search needs each game's position;
+with ``opening_plies=0`` every game then starts from the initial position, half of them
+from each seat, and ``episodes`` must be even). The output is a table of
 wins/draws/losses per pair, in all and per seat (first player, second player: seat 0 is
 the agent that acts first after ``reset``), with the win rate counting a draw as half,
 and Elo ratings of every player from these games (K=32, start 1200; the pairs' games are
@@ -78,6 +89,12 @@ class EvalArgs:
     output: str | None = None
     opening_plies: int = 0
     tactics: bool = False
+    search: int = 0
+    mcts_simulations: int = 1000
+
+
+#: The opponent name of the MCTS yardstick (:mod:`league.search.mcts`).
+MCTS = "mcts"
 
 
 @dataclass
@@ -129,7 +146,7 @@ def parse_args(argv: Sequence[str]) -> EvalArgs:
             setattr(args, name, [value])
         elif value is not None and (not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value)):
             raise ValueError(f"{name} must be a non-empty list of names, got {value!r}")
-    for name, low in (("episodes", 1), ("num_envs", 1), ("depth", 1), ("opening_plies", 0)):
+    for name, low in (("episodes", 1), ("num_envs", 1), ("depth", 1), ("opening_plies", 0), ("search", 0), ("mcts_simulations", 1)):
         value = getattr(args, name)
         if not isinstance(value, int) or isinstance(value, bool) or value < low:
             raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
@@ -138,6 +155,9 @@ def parse_args(argv: Sequence[str]) -> EvalArgs:
             raise ValueError(f"{name} must be true or false, got {getattr(args, name)!r}")
     if args.opening_plies and args.episodes % 2:
         raise ValueError(f"with opening_plies > 0 each opening is played from both seats: episodes must be even, got {args.episodes}")
+    if (args.search or MCTS in args.opponents) and args.episodes % 2:
+        raise ValueError(f"with search or an {MCTS} opponent every opening is played from both seats: episodes must be even, "
+                         f"got {args.episodes}")
     return args
 
 
@@ -164,15 +184,21 @@ def evaluate_checkpoint(
     scripted_random_ties: bool = False,
     opening_plies: int = 0,
     tactics: bool = False,
+    search: int = 0,
+    mcts_simulations: int = 1000,
 ) -> tuple[list[PairResult], dict[str, float], dict[str, Any]]:
     """Play every (policy, opponent) pair; returns the results, Elo ratings and checkpoint
     info (with ``seats``: the agent of each seat, ``turn_based``: whether it is a two-player
-    turn-based game, and ``tactics`` when asked for)."""
+    turn-based game, and ``tactics`` when asked for). ``search``: the policies play with PUCT
+    search of that many simulations; ``mcts_simulations``: the ``mcts`` opponent's."""
     from league.algos import make_algorithm
     from league.checkpoint import find_checkpoint, read_checkpoint
     from league.cli import eval_games
     from league.population.ratings import Elo, RatingTable
+    from league.search import MCTSFactory, PUCTFactory, simulator_for
 
+    if isinstance(search, bool) or not isinstance(search, int) or search < 0:
+        raise ValueError(f"search must be an integer >= 0 (simulations per move; 0: no search), got {search!r}")
     ckpt = read_checkpoint(find_checkpoint(checkpoint))
     env_cfg = ckpt.config.get("env") or {}
     env_kwargs = env_cfg.get("kwargs") or {}
@@ -198,16 +224,25 @@ def evaluate_checkpoint(
             factories[pid] = algorithm(pid)
         elif pid == META_STRATEGY:
             factories[pid], mixture = meta_strategy_player(ckpt, {lid: algorithm(lid) for lid in learning})
+        elif pid == MCTS:
+            factories[pid] = MCTSFactory(simulator_for(env_cfg["name"], env_kwargs, setting="opponents"), mcts_simulations)
         elif pid == "random" or pid in SCRIPTED_PLAYERS:
             factories[pid] = scripted_factory(pid, spec, depth, scripted_random_ties, setting="opponents")
         else:
-            raise ValueError(f"unknown opponent '{pid}'; known: {', '.join(scripted_player_names())}, {META_STRATEGY}, or a policy in the "
+            raise ValueError(f"unknown opponent '{pid}'; known: {', '.join(scripted_player_names())}, {MCTS}, {META_STRATEGY}, or a "
+                             "policy in the "
                              f"checkpoint {sorted(ckpt.policies)}")
     for pid in players:
         if pid in opponents:
             raise ValueError(f"policy '{pid}' cannot be its own opponent")
     weights = {pid: ckpt.policies[pid] for pid in factories if pid in ckpt.policies}
-    if opening_plies:
+    plain = dict(factories)  # what tactics score: the policies themselves
+    if search:
+        simulator = simulator_for(env_cfg["name"], env_kwargs, setting="search")
+        factories.update({pid: PUCTFactory(factories[pid], simulator, search) for pid in players})
+    if opening_plies or search or MCTS in factories:
+        if not turn_based:
+            raise ValueError(f"search and {MCTS} need a two-player turn-based env; {env_cfg['name']!r} has agents {order}")
         games = eval_games.match_outcomes(env_cfg, factories, weights, players, opponents, episodes, opening_plies, explore, seed, num_envs)
     else:
         games = eval_games.sampler_outcomes(env_cfg, factories, weights, players, opponents, order, episodes, explore, seed, num_envs)
@@ -232,7 +267,7 @@ def evaluate_checkpoint(
     if mixture is not None:
         info["meta_strategy"] = mixture
     if tactics:
-        info["tactics"] = eval_games.tactics(factories, weights, players, seed)
+        info["tactics"] = eval_games.tactics(plain, weights, players, seed)
     return results, elo, info
 
 
@@ -246,7 +281,7 @@ def _seat_names(info: dict[str, Any]) -> list[str]:
 
 def _print(
     results: list[PairResult], elo: dict[str, float], info: dict[str, Any], explore: bool, random_ties: bool = False,
-    opening_plies: int = 0,
+    opening_plies: int = 0, search: int = 0, mcts_simulations: int = 0,
 ) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -255,6 +290,10 @@ def _print(
     mode = ("sampling" if explore else "greedy") + (", scripted ties random" if random_ties and not explore else "")
     if opening_plies:
         mode += f", openings of {opening_plies} random plies"
+    if search:
+        mode += f", search={search}"
+    if any(r.opponent == MCTS for r in results):
+        mode += f", {MCTS} of {mcts_simulations} simulations"
     header = f"league-eval: {info['checkpoint']} (iteration {info['iteration']}, {info['env_steps']} env steps, {info['env']}, {mode})"
     console.print(header, soft_wrap=True, highlight=False, markup=False)
     seats = _seat_names(info)
@@ -295,12 +334,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parse_args(sys.argv[1:] if argv is None else argv)
         results, elo, info = evaluate_checkpoint(
             args.checkpoint, args.opponents, args.policies, args.episodes, args.explore, args.seed, args.num_envs, args.depth,
-            args.scripted_random_ties, args.opening_plies, args.tactics,
+            args.scripted_random_ties, args.opening_plies, args.tactics, args.search, args.mcts_simulations,
         )
     except ValueError as err:  # CheckpointError included
         print(f"league-eval: {err}", file=sys.stderr)
         return 2
-    _print(results, elo, info, args.explore, args.scripted_random_ties, args.opening_plies)
+    _print(results, elo, info, args.explore, args.scripted_random_ties, args.opening_plies, args.search, args.mcts_simulations)
     if args.output:
         payload = {**info, "args": asdict(args), "results": [{**asdict(r), "win_rate": r.win_rate} for r in results], "elo": elo}
         Path(args.output).write_text(json.dumps(payload, indent=2))

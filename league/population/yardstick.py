@@ -12,7 +12,10 @@ what the strength goals name (docs/STRENGTH.md):
   its plug-in.
 
 Games run on the project's env adapter (``make_env``), in lock-step batches: one
-``compute_actions`` call per player per step over every game waiting for it.
+``compute_actions`` call per player per step over every game waiting for it. A player that
+searches (a :class:`~league.search.PositionPlayer`: ``league-eval``'s ``mcts`` opponent, a
+policy with ``search=N``) gets each game's position from its simulator instead
+(:meth:`~league.search.Simulator.position`: the env and the moves played since ``reset``).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import numpy as np
 from league.envs import make_env
 from league.envs.base import MultiAgentEnv, TimeStep
 from league.policy import Policy, masked_uniform_actions
+from league.search.player import PositionPlayer
 
 __all__ = ["SeatRecord", "GameRecord", "MatchRecord", "play_matches", "random_play_positions"]
 
@@ -114,6 +118,7 @@ class _Game:
     opening: tuple[int, ...]
     returns: dict[str, float] = field(default_factory=dict)
     plies: int = 0  # moves played after the opening
+    moves: list[int] = field(default_factory=list)  # every move since reset, the opening's included
 
     def mover(self) -> str:
         return _mover(self.ts, self.name)
@@ -121,6 +126,7 @@ class _Game:
     def apply(self, action: int) -> None:
         self.ts = self.env.step({self.mover(): int(action)})
         self.plies += 1
+        self.moves.append(int(action))
         for a, r in self.ts.rewards.items():
             self.returns[a] = self.returns.get(a, 0.0) + float(r)
 
@@ -196,7 +202,7 @@ def _start(env_name: str, env_kwargs: dict[str, Any], index: int, seat: int, ope
                 moves.append(int(masked_uniform_actions(ts.masks[agent][None], rng)[0]))
                 ts = env.step({agent: moves[-1]})
             if not ts.done and not any(ts.rewards.values()):
-                return _Game(env, ts, env_name, seat_agents, seat, index, tuple(moves))
+                return _Game(env, ts, env_name, seat_agents, seat, index, tuple(moves), moves=list(moves))
         raise ValueError(f"opening_plies={opening_plies}: {_OPENING_ATTEMPTS} openings drawn on {env_name!r} all ended the game")
     except BaseException:
         env.close()
@@ -220,7 +226,12 @@ def _play_batch(
                 agents = [g.mover() for g in turn]
                 obs = np.stack([g.ts.obs[a] for g, a in zip(turn, agents)])
                 masks = np.stack([g.ts.masks[a] for g, a in zip(turn, agents)])
-                actions = player.compute_actions(obs, masks, explore=explore if is_policy else opponent_explore)["actions"]
+                explores = explore if is_policy else opponent_explore
+                if isinstance(player, PositionPlayer):
+                    positions = [player.simulator.position(g.env, g.moves) for g in turn]
+                    actions = player.act_at(positions, obs, masks, explore=explores)
+                else:
+                    actions = player.compute_actions(obs, masks, explore=explores)["actions"]
                 for g, action in zip(turn, actions):
                     g.apply(int(action))
     finally:

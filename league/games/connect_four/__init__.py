@@ -1,6 +1,6 @@
 """Connect four's plug-in: threat planes (``connect_four_threats``), the distilled exact
-search (``connect_four_search``), the ``negamax`` scripted player, the tactics yardstick and
-the ``connect_four`` preset. Importing it registers them (:mod:`league.games`)."""
+search (``connect_four_search``), the ``negamax`` scripted player, the tactics yardstick, the
+``connect_four`` preset and the board's simulator for searches at play time. Importing it registers them (:mod:`league.games`)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,10 @@ from league.games.connect_four.preset import PRESET
 from league.games.connect_four.rules import RULES
 from league.games.connect_four.search import ExactSearchLoss
 from league.games.k_in_a_row import ThreatPlanes
+from league.games.k_in_a_row_sim import simulator_maker
 from league.population.scripted import SCRIPTED_PLAYERS
 from league.presets import PRESETS
+from league.search.simulator import SIMULATORS
 
 __all__ = ["RULES", "PRESET"]
 
@@ -21,3 +23,4 @@ INPUT_FEATURES.register("connect_four_threats", functools.partial(ThreatPlanes, 
 AUXILIARY_LOSSES.register("connect_four_search", ExactSearchLoss)
 SCRIPTED_PLAYERS.register("negamax", make_negamax)
 PRESETS.register(PRESET.name, PRESET)
+SIMULATORS.register("connect_four", simulator_maker(RULES))

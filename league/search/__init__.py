@@ -1,0 +1,26 @@
+"""Search as a general operator at play time: any game with a simulator, any league policy.
+
+* :mod:`league.search.simulator`: the :class:`Simulator` seam (what a search needs from a
+  game: copy a state, the player to move, legal moves, apply, terminal, returns, and the
+  observation a league policy sees) and :data:`SIMULATORS`, where game plug-ins register
+  theirs by env name; every perfect-information OpenSpiel game has one
+  (:mod:`league.search.openspiel`).
+* :mod:`league.search.player`: :class:`PositionPlayer`, a policy that acts from simulator
+  states (how ``play_matches`` plays a search).
+* :mod:`league.search.mcts`: the yardstick, UCT with random rollouts (OpenSpiel's own
+  ``MCTSBot`` on OpenSpiel games): ``league-eval opponents=[mcts]``.
+* :mod:`league.search.puct`: AlphaZero-style PUCT over a policy's prior and value head,
+  batched across the games played in lock-step: ``league-eval search=N``.
+"""
+
+from __future__ import annotations
+
+from league.search.mcts import MCTSFactory, MCTSPlayer, uct_visits
+from league.search.player import PositionPlayer
+from league.search.puct import PUCTFactory, PUCTPlayer, policy_evaluator, puct_visits
+from league.search.simulator import SIMULATORS, Simulator, SimulatorMaker, has_simulator, rollout, simulator_for
+
+__all__ = [
+    "MCTSFactory", "MCTSPlayer", "PUCTFactory", "PUCTPlayer", "PositionPlayer", "SIMULATORS", "Simulator", "SimulatorMaker", "has_simulator",
+    "policy_evaluator", "puct_visits", "rollout", "simulator_for", "uct_visits",
+]
