@@ -172,3 +172,14 @@ def test_league_eval_refuses_search_on_a_game_without_a_simulator(tmp_path_facto
     assert "search:" in err and "imperfect" in err and "Traceback" not in err
     assert eval_main([f"checkpoint={checkpoint}", "opponents=[mcts]", "episodes=2"]) == 2
     assert "opponents:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("env,moves,best", WIN + BLOCK)
+def test_puct_with_a_value_head_reads_wins_and_losses_from_the_tree(env, moves, best):
+    sim = simulator_for(env)
+
+    def neutral(obs, masks):  # a uniform prior and a value of 0 everywhere: only the tree's ends decide
+        return masks / masks.sum(1, keepdims=True), np.zeros(len(obs))
+
+    (visits,) = puct_visits(sim, [_play(sim, moves)], neutral, 400, np.random.default_rng(0))
+    assert int(np.argmax(visits)) == best
