@@ -189,7 +189,9 @@ def test_homogeneous_rows_stay_plain_arrays():
 # The Sampler's training runner ------------------------------------------------------------
 def _train_sampler(env, policies, matchups, **kw):
     s = Sampler(env, policies=policies, matchups=matchups, **{"num_envs": 3, "fragment_length": 20, "seed": 0, **kw})
-    assert isinstance(s._runner, BatchedRunner) and isinstance(s._runner.env, VectorizedEnv)
+    # OpenSpiel games step in one loop over their states (OpenSpielBatchedEnv: VectorizedEnv's outputs)
+    generic = type(s._runner.env) is VectorizedEnv or type(s._runner.env).__name__ == "OpenSpielBatchedEnv"
+    assert isinstance(s._runner, BatchedRunner) and generic
     return s
 
 

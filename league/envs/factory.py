@@ -8,8 +8,11 @@ starts (``env.opening_plies``, :mod:`league.envs.openings`). A sampler asks it f
   episodes open with up to ``opening_plies`` random moves), and
 * the batched env of its evaluation games (``openings=False``: whole games),
 
-each the C++ game (:class:`~league.envs.boards.BoardBatchedEnv`) on ``backend="cpp"`` and N
-copies of the env behind :class:`~league.envs.batched.VectorizedEnv` otherwise.
+each the C++ game (:class:`~league.envs.boards.BoardBatchedEnv`) on ``backend="cpp"``, an OpenSpiel
+game's states stepped in one loop (:class:`~league.envs.openspiel_batched.OpenSpielBatchedEnv`,
+the same outputs as the next, 3-6x faster) where a copy is a plain
+:class:`~league.envs.openspiel_env.OpenSpielEnv`, and N copies of the env behind
+:class:`~league.envs.batched.VectorizedEnv` otherwise.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from league.envs.base import MultiAgentEnv
 from league.envs.batched import BatchedMultiAgentEnv, VectorizedEnv
 from league.envs.boards import BoardBatchedEnv, resolve_backend
 from league.envs.openings import RandomOpenings
-from league.envs.registry import make_env
+from league.envs.registry import make_env, openspiel_game_of
 
 __all__ = ["EnvFactory"]
 
@@ -66,8 +69,27 @@ class EnvFactory:
         plies = self.opening_plies if openings else 0
         if self.backend == "cpp":
             return BoardBatchedEnv(self.name, num_envs, seed=int(rng.integers(2**63)) if plies else 0, opening_plies=plies)
+        if openspiel_game_of(self.name) is not None:
+            batched = self._openspiel_batched(num_envs, rng, plies, max_consecutive_failures)
+            if batched is not None:
+                return batched
         env_fn = _Opened(self, plies, rng) if plies else self
         return VectorizedEnv(env_fn, num_envs, self.name, max_consecutive_failures=max_consecutive_failures)
+
+    def _openspiel_batched(
+        self, num_envs: int, rng: np.random.Generator, plies: int, max_consecutive_failures: int
+    ) -> BatchedMultiAgentEnv | None:
+        """The OpenSpiel game's batched env, or None where a copy is not a plain OpenSpielEnv
+        (a user's factory under an OpenSpiel name)."""
+        from league.envs.openspiel_batched import OpenSpielBatchedEnv
+        from league.envs.openspiel_env import OpenSpielEnv
+
+        env = self()
+        if type(env) is not OpenSpielEnv:
+            env.close()
+            return None
+        return OpenSpielBatchedEnv(env, num_envs, self.name, max_consecutive_failures=max_consecutive_failures,
+                                   opening_plies=plies, opening_rng=rng if plies else None)
 
     def __repr__(self) -> str:
         return (f"EnvFactory({self.name!r}, kwargs={self.kwargs}, backend={self.backend!r}, "
