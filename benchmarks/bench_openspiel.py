@@ -1,0 +1,236 @@
+"""OpenSpiel games stepped N per call (``OpenSpielBatchedEnv``) vs N ``OpenSpielEnv`` copies behind
+``VectorizedEnv`` (the path before issue 37), env only, in the sampler and in training.
+
+Figures (one JSON object per line, each with ``cores`` and ``load_avg_1m``; the baseline is
+measured in the same run, rounds alternating so a busy machine slows both alike):
+
+* ``env_only``: random legal moves (``masked_uniform_actions`` over the step's masks, counted
+  in the time) on one core, ``--num-envs`` copies, for hex 5x5, breakthrough 6x6, connect four,
+  othello, clobber and mnk 7x7 k=4 (observation tensors). ``*_per_cpu_s``: steps per CPU second of
+  this process (what the figure is judged on: it does not depend on how much of a core the
+  process got on a shared machine); ``speedup``: the median over rounds of batched/vectorized
+  CPU rates, each pair run back to back.
+* ``sampler``: ``Sampler.sample()`` in this process on one core, PPO's MLP policy
+  (``{"model": "mlp"}``: hidden (128, 128) tanh) on both seats, both recorded and GAE'd, at the
+  sampler default (32 envs x 64 steps) and at 128 x 32 (the C++ board games' presets), on either env.
+* ``training`` (``--train SECONDS``): ``league-train env.name=openspiel:<game> ...
+  algo.params.model=mlp eval.interval=0`` for SECONDS on either env (the default job's layout:
+  two Ray samplers and the learner), env steps/s over the run and after its first iteration
+  (``steady``), with the sampler default, with ``sampler.num_envs=128 sampler.fragment_length=32``,
+  and with those and ``algo.params.num_epochs=1``: a learner that is not the bound (PPO's
+  default four epochs over an MLP cost 40 us of CPU per row on hex 5x5 here, more than the
+  sampler's 12; on-policy PPO samples and learns in turn, so the update's time adds to the
+  samplers'). The vectorized run gets the old path through a
+  ``sitecustomize`` on ``PYTHONPATH`` (Ray's workers inherit it) that has
+  ``EnvFactory._openspiel_batched`` return None.
+
+Usage: ``python benchmarks/bench_openspiel.py [--seconds 1.0] [--rounds 3] [--quick] [--train 60]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from league.envs.batched import BatchedMultiAgentEnv, VectorizedEnv
+from league.envs.factory import EnvFactory
+from league.envs.openspiel_batched import OpenSpielBatchedEnv
+from league.envs.openspiel_env import OpenSpielEnv
+from league.policy import masked_uniform_actions
+
+#: Game -> its parameters (every one on its observation tensor).
+GAMES: dict[str, dict[str, Any]] = {
+    "hex": {"board_size": 5},
+    "breakthrough": {"rows": 6, "columns": 6},
+    "connect_four": {},
+    "othello": {},
+    "clobber": {},
+    "mnk": {"m": 7, "n": 7, "k": 4},
+}
+
+#: The target of issue 37 for training on a generic OpenSpiel board game.
+TARGET_TRAINING = 50_000
+
+
+def _context() -> dict[str, Any]:
+    return {"cores": os.cpu_count(), "load_avg_1m": round(os.getloadavg()[0], 2)}
+
+
+def _rate(step: Callable[[], int], seconds: float) -> tuple[float, float]:
+    """(steps per wall second, steps per CPU second) of ``step`` run for about ``seconds``."""
+    step()  # warm-up
+    steps, t0, c0 = 0, time.perf_counter(), time.process_time()
+    while time.perf_counter() - t0 < seconds:
+        steps += step()
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return steps / wall, steps / max(cpu, 1e-9)
+
+
+def _kwargs(game: str) -> dict[str, Any]:
+    return {**GAMES[game], "observation": "observation"}
+
+
+class Vectorized(EnvFactory):
+    """The factory before issue 37: an OpenSpiel game as N OpenSpielEnv copies behind VectorizedEnv."""
+
+    def _openspiel_batched(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+def _stepper(env: BatchedMultiAgentEnv, seed: int) -> Callable[[], int]:
+    rng = np.random.default_rng(seed)
+    state = {"bs": env.reset(seed=seed)}
+
+    def step() -> int:
+        actions = masked_uniform_actions(state["bs"].masks, rng)
+        state["bs"] = env.step(actions)
+        return len(actions)
+
+    return step
+
+
+def env_only(game: str, num_envs: int, seconds: float, rounds: int) -> dict[str, Any]:
+    """Random legal moves, both envs, alternating rounds."""
+    kwargs = _kwargs(game)
+    vec = VectorizedEnv(lambda: OpenSpielEnv(game, **kwargs), num_envs, game)
+    fast = OpenSpielBatchedEnv(OpenSpielEnv(game, **kwargs), num_envs)
+    steppers = {"vectorized": _stepper(vec, 0), "batched": _stepper(fast, 0)}
+    rates: dict[str, list[tuple[float, float]]] = {k: [] for k in steppers}
+    for _ in range(rounds):
+        for name, step in steppers.items():
+            rates[name].append(_rate(step, seconds))
+    out: dict[str, Any] = {"figure": "env_only", "game": game, "params": GAMES[game], "num_envs": num_envs}
+    for name, rs in rates.items():
+        out[f"{name}_steps_per_s"] = round(statistics.median(r[0] for r in rs))
+        out[f"{name}_steps_per_cpu_s"] = round(statistics.median(r[1] for r in rs))
+    out["speedup"] = round(statistics.median(b[1] / v[1] for v, b in zip(rates["vectorized"], rates["batched"])), 2)
+    out["observer_path"] = fast._observer is not None
+    return {**out, **_context()}
+
+
+def sampler(game: str, num_envs: int, fragment: int, seconds: float, rounds: int) -> dict[str, Any]:
+    """``Sampler.sample()`` env steps/s on one core on either env (PPO MLP self-play)."""
+    import torch
+
+    from league.algos import make_algorithm
+    from league.sampling import FixedMatchups, Sampler
+
+    torch.set_num_threads(1)
+    name, kwargs = f"openspiel:{game}", _kwargs(game)
+    samplers = {}
+    for label, cls in (("vectorized", Vectorized), ("batched", EnvFactory)):
+        factory = cls(name, kwargs)
+        env = factory()
+        ppo = make_algorithm("ppo", env.spec(env.possible_agents[0]), {"model": "mlp"})
+        s = Sampler(factory, policies={"main": ppo}, matchups=FixedMatchups({a: "main" for a in env.possible_agents}),
+                    num_envs=num_envs, fragment_length=fragment, seed=0)
+        samplers[label] = s
+    rates: dict[str, list[tuple[float, float]]] = {k: [] for k in samplers}
+    for _ in range(rounds):
+        for label, s in samplers.items():
+            rates[label].append(_rate(lambda s=s: s.sample().env_steps, seconds))
+    out: dict[str, Any] = {"figure": "sampler", "game": game, "num_envs": num_envs, "fragment_length": fragment,
+                           "policy": "ppo mlp (128, 128), both seats"}
+    for label, rs in rates.items():
+        out[f"{label}_env_steps_per_s"] = round(statistics.median(r[0] for r in rs))
+        out[f"{label}_env_steps_per_cpu_s"] = round(statistics.median(r[1] for r in rs))
+    out["speedup"] = round(statistics.median(b[1] / v[1] for v, b in zip(rates["vectorized"], rates["batched"])), 2)
+    return {**out, **_context()}
+
+
+_SITECUSTOMIZE = '''
+import sys
+
+
+class _VectorizedOpenSpiel:
+    """Has league.envs.factory.EnvFactory._openspiel_batched return None once it is imported."""
+
+    def find_spec(self, name, path, target=None):
+        if name != "league.envs.factory":
+            return None
+        import importlib.util
+
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            module.EnvFactory._openspiel_batched = lambda self, *a, **k: None
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+sys.meta_path.insert(0, _VectorizedOpenSpiel())
+'''
+
+
+#: The training figures' overrides beyond the game, the MLP and no evaluation.
+TRAINING_CONFIGS: tuple[tuple[str, ...], ...] = (
+    (),
+    ("sampler.num_envs=128", "sampler.fragment_length=32"),
+    ("sampler.num_envs=128", "sampler.fragment_length=32", "algo.params.num_epochs=1"),
+)
+
+
+def training(game: str, seconds: int, vectorized: bool, overrides: list[str]) -> dict[str, Any]:
+    """One ``league-train`` run on the game with an MLP, evaluation off; env steps/s."""
+    env = dict(os.environ)
+    with tempfile.TemporaryDirectory() as tmp:
+        run_dir = os.path.join(tmp, "run")
+        if vectorized:
+            hook = os.path.join(tmp, "hook")
+            os.makedirs(hook)
+            with open(os.path.join(hook, "sitecustomize.py"), "w") as f:
+                f.write(_SITECUSTOMIZE)
+            env["PYTHONPATH"] = os.pathsep.join(p for p in (hook, env.get("PYTHONPATH")) if p)
+        kwargs = [f"+env.kwargs.{k}={v}" for k, v in _kwargs(game).items()]
+        cmd = [sys.executable, "-m", "league.cli.train", f"env.name=openspiel:{game}", *kwargs, "algo.params.model=mlp",
+               "eval.interval=0", f"stop.time_s={seconds}", "logging=quiet", f"hydra.run.dir={run_dir}", *overrides]
+        subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        with open(os.path.join(run_dir, "metrics.jsonl")) as f:
+            rows = [json.loads(line) for line in f]
+    last, first = rows[-1], rows[0]
+    steady = (last["env_steps"] - first["env_steps"]) / max(last["time_s"] - first["time_s"], 1e-9)
+    return {"figure": "training", "game": game, "env": "vectorized" if vectorized else "batched",
+            "overrides": " ".join(overrides) or "none (2 samplers x 32 envs x 64 steps, PPO 4 epochs)", "seconds": seconds,
+            "env_steps": last["env_steps"], "env_steps_per_s": round(last["env_steps"] / last["time_s"]),
+            "steady_env_steps_per_s": round(steady), "target_env_steps_per_s": TARGET_TRAINING, **_context()}
+
+
+def main() -> None:
+    """Print every figure as a JSON line."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=1.0, help="length of each timed round")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per figure")
+    parser.add_argument("--num-envs", type=int, default=64, help="copies in the env-only figures")
+    parser.add_argument("--games", nargs="+", default=list(GAMES), choices=list(GAMES))
+    parser.add_argument("--quick", action="store_true", help="hex only, short rounds (a smoke test)")
+    parser.add_argument("--train", type=int, default=0, help="seconds per training run (0: no training figures)")
+    args = parser.parse_args()
+    games = ["hex"] if args.quick else args.games
+    seconds, rounds = (0.2, 1) if args.quick else (args.seconds, args.rounds)
+    for game in games:
+        print(json.dumps(env_only(game, args.num_envs, seconds, rounds)), flush=True)
+    for game in games[:1] if args.quick else games[:2]:
+        for num_envs, fragment in ((32, 64), (128, 32)):
+            print(json.dumps(sampler(game, num_envs, fragment, seconds, rounds)), flush=True)
+    if args.train:
+        for overrides in TRAINING_CONFIGS:
+            for vectorized in (True, False):
+                print(json.dumps(training("hex", args.train, vectorized, list(overrides))), flush=True)
+
+
+if __name__ == "__main__":
+    main()
