@@ -138,7 +138,7 @@ def test_sampler_batches_are_the_same(name: str, kwargs: dict, plies: int) -> No
     from league.algos import make_algorithm
     from league.sampling import FixedMatchups, Sampler
 
-    batches = []
+    batches, evaluations = [], []
     for cls in (_Vectorized, EnvFactory):
         torch.manual_seed(0)
         factory = cls(name, kwargs, opening_plies=plies)
@@ -147,6 +147,9 @@ def test_sampler_batches_are_the_same(name: str, kwargs: dict, plies: int) -> No
         sampler = Sampler(factory, policies={"main": ppo}, matchups=FixedMatchups({a: "main" for a in env.possible_agents}),
                           num_envs=4, fragment_length=16, seed=0)
         batches.append([sampler.sample() for _ in range(3)])
+        stats = sampler.evaluate(10, FixedMatchups({a: "main" for a in env.possible_agents}))
+        evaluations.append([{k: v for k, v in e.items() if k != "episode_id"} for e in stats])
+    assert evaluations[0] == evaluations[1] and len(evaluations[0]) == 10
     for a, b in zip(*batches):
         assert a.env_steps == b.env_steps and a.policy_batches.keys() == b.policy_batches.keys()
         for pid in a.policy_batches:
