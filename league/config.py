@@ -99,7 +99,7 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
     if cfg.algo.name not in ALGORITHMS:
         raise ValueError(f"unknown algorithm '{cfg.algo.name}' (algo.name); known: {sorted(ALGORITHMS)}")
     from league.envs import make_env
-    from league.envs.boards import check_backend
+    from league.envs.boards import check_backend, resolve_backend
 
     check_backend(cfg.env.name, cfg.env.backend, kwargs=cfg.env.kwargs if cfg.env.backend == "cpp" else None)
     try:
@@ -109,21 +109,24 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
     except TypeError as err:
         raise ValueError(f"env '{cfg.env.name}' rejected env.kwargs {cfg.env.kwargs}: {err}") from err
     from league.run.env_checks import (
-        bound_fragment_memory, bound_fragment_time, check_exact_game, check_openings, check_symmetry, policy_group, probe_env,
-        resolve_env_groups,
+        bound_fragment_memory, check_exact_game, check_openings, check_symmetry, fit_time_budget,
+        policy_group, probe_env, resolve_env_groups,
     )
 
     try:
         specs = {agent: env.spec(agent) for agent in env.possible_agents}
         check_openings(cfg, env)
         step_s = probe_env(cfg, env, specs)  # a kwarg the constructor only stores fails at the first reset or step
+        episode_limit = env.episode_limit()
+        if resolve_backend(cfg.env.name, cfg.env.backend, cfg.env.kwargs) == "cpp":
+            step_s = 0.0  # the probe stepped the PettingZoo game; the samplers step the C++ one, far faster: nothing to size
         check_exact_game(cfg, env)
     finally:
         env.close()
 
     group_specs = resolve_env_groups(cfg, specs)
     bound_fragment_memory(cfg, specs)
-    bound_fragment_time(cfg, step_s)
+    fit_time_budget(cfg, step_s, episode_limit)  # and fragments (bound_fragment_time)
     spec = next(iter(specs.values()))
     specs_met = list(group_specs.values()) or [spec]  # what the algorithm's policies will see
     check_symmetry(cfg, specs_met)

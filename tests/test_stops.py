@@ -198,3 +198,59 @@ def test_fragments_of_a_slow_env_are_sized_to_the_time_budget():
     assert 1 <= cfg.sampler.fragment_length <= 25 and cfg.sampler.num_envs == 4
     untimed = parse_run_config(short_run_values(env, sampler={"fragment_length": 64}, stop={"iterations": 2, "time_s": 0}))
     assert untimed.sampler.fragment_length == 64, "no time budget: nothing to fit"
+
+
+register_env(
+    "slow_capped", lambda **kw: GymnasiumEnv(SlowLong(**kw), name="slow_capped", max_episode_steps=kw.get("length", 100)), overwrite=True
+)
+
+
+def test_a_slow_env_with_long_episodes_gets_fewer_copies_shorter_iterations_and_bounded_rounds():
+    # 10 ms a step (20 ms with the cores shared), 200-step episodes, stop.time_s=60: 32 copies
+    # would end their first episodes after 32 x 200 steps (over two minutes); at most 3 copies
+    # end them in a fifth of the budget. Five 4000-step iterations before the first evaluation
+    # would take 400 s: an iteration shrinks to what fits in a fifth of it, and a round's
+    # env steps to what fits in a tenth of it (at least one whole episode).
+    env = {"name": "slow_capped", "kwargs": {"length": 200, "step_s": 0.01}}
+    values = short_run_values(
+        env, sampler={"num_envs": 32, "fragment_length": 8}, iteration={"min_env_steps": 4000},
+        eval={"interval": 5, "env_steps": 20_000}, stop={"iterations": 0, "time_s": 60.0},
+    )  # fmt: skip
+    with pytest.warns(UserWarning, match=r"sampler.num_envs 32 -> [123] \(an episode lasts up to 200 steps\); "
+                                         r"iteration.min_env_steps 4000 -> \d+ \(eval.interval=5\); eval.env_steps 20000 -> \d+"):
+        cfg = parse_run_config(values)
+    assert 1 <= cfg.sampler.num_envs <= 3
+    assert cfg.iteration.min_env_steps <= max(0.2 * 60 / 0.02 / 5, cfg.sampler.num_envs * cfg.sampler.fragment_length)
+    assert cfg.iteration.min_env_steps % (cfg.sampler.num_envs * cfg.sampler.fragment_length) == 0, "whole rounds of fragments"
+    assert 200 <= cfg.eval.env_steps <= max(200, 0.1 * 60 / 0.02)
+    # Without a time budget, or with an unknown episode length, nothing is sized by episodes.
+    untimed = parse_run_config(short_run_values(env, sampler={"num_envs": 32}, stop={"iterations": 2, "time_s": 0}))
+    assert untimed.sampler.num_envs == 32
+    uncapped = {"name": "slow_long", "kwargs": {"length": 200, "step_s": 0.01}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cfg = parse_run_config(short_run_values(uncapped, sampler={"num_envs": 32, "fragment_length": 1}, stop={"time_s": 60.0}))
+    assert cfg.sampler.num_envs == 32
+
+
+def test_fast_envs_are_not_resized_by_a_time_budget():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # any resizing warns
+        cfg = parse_run_config(composed_values("env=tictactoe", "stop.time_s=30"))
+    untimed = parse_run_config(composed_values("env=tictactoe", "stop.time_s=0", "stop.iterations=1"))
+    sizes = lambda c: (c.sampler.num_envs, c.sampler.fragment_length, c.iteration.min_env_steps, c.eval.env_steps)  # noqa: E731
+    assert sizes(cfg) == sizes(untimed)
+
+
+def test_episode_limits_of_the_adapters():
+    from league.envs import make_env
+
+    assert make_env("gymnasium:CartPole-v1").episode_limit() == 500
+    assert make_env("gymnasium:CartPole-v1", max_episode_steps=50).episode_limit() == 50
+    assert make_env("tictactoe").episode_limit() is None, "no declared cap"
+    pytest.importorskip("mpe2")
+    assert make_env("mpe2.simple_spread_v3", max_cycles=40).episode_limit() == 40
+    assert make_env("mpe2.simple_spread_v3", max_cycles=40, max_episode_steps=10).episode_limit() == 10
+    pytest.importorskip("pymunk")  # pistonball: a parallel env's cycle is a step, an AEC env's one move per piston
+    assert make_env("pettingzoo.butterfly.pistonball_v6", max_cycles=30).episode_limit() == 30
+    assert make_env("pettingzoo.butterfly.pistonball_v6", max_cycles=30, api="aec").episode_limit() == 30 * 20

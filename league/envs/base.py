@@ -131,3 +131,9 @@ class MultiAgentEnv(ABC):
 
     def close(self) -> None:
         """Release resources (rendering windows, subprocesses)."""
+
+    def episode_limit(self) -> int | None:
+        """The most env steps (``step`` calls) an episode can take, where the env declares a cap
+        (PettingZoo's ``max_cycles``, a Gymnasium ``TimeLimit``, the adapter's ``max_episode_steps``);
+        None where it declares none. The config check sizes samplers to a time budget by it."""
+        return None

@@ -103,3 +103,10 @@ class GymnasiumEnv(MultiAgentEnv):
     def close(self) -> None:
         """Close the wrapped env."""
         self.env.close()
+
+    def episode_limit(self) -> int | None:
+        """The adapter's ``max_episode_steps`` or the env's registered ``TimeLimit``
+        (``spec.max_episode_steps``), whichever ends an episode first; None without either."""
+        registered = getattr(getattr(self.env, "spec", None), "max_episode_steps", None)
+        limits = [n for n in (self.max_episode_steps, registered) if isinstance(n, int) and n > 0]
+        return min(limits) if limits else None

@@ -63,6 +63,18 @@ class _PettingZooBase(MultiAgentEnv):
         """Close the wrapped env."""
         self.env.close()
 
+    #: env steps per ``max_cycles`` cycle: 1 for the parallel API (every agent acts at every
+    #: step), the number of agents for the AEC API (one agent's move a step).
+    _steps_per_cycle = 1
+
+    def episode_limit(self) -> int | None:
+        """The adapter's ``max_episode_steps`` or the env's ``max_cycles`` (PettingZoo's
+        convention, on the env or inside it: SuperSuit and PettingZoo wrappers are looked
+        through), whichever ends an episode first; None without either."""
+        cycles = _max_cycles(self.env)
+        limits = [n for n in (self.max_episode_steps, cycles and cycles * self._steps_per_cycle) if n]
+        return min(limits) if limits else None
+
     def _env_error(self, where: str, err: Exception) -> RuntimeError:
         return RuntimeError(f"env {self.name} raised in {where}: {type(err).__name__}: {err}")
 
@@ -71,6 +83,29 @@ class _PettingZooBase(MultiAgentEnv):
         for agent in self._episode_agents - self._ended:
             ts.terminated[agent] = True
         self._ended.update(self._episode_agents)
+
+
+def _max_cycles(env: Any) -> int | None:
+    """``max_cycles`` of a PettingZoo env: on it, or on what it wraps (``unwrapped``, ``env``,
+    ``aec_env``, ``par_env``: wrappers, SuperSuit's and the parallel/AEC converters, and the
+    game object some raw envs keep), a few levels deep; None where none holds a positive int."""
+    frontier, seen = [env], set()
+    for _ in range(4):
+        found: list[Any] = []
+        for obj in frontier:
+            if obj is None or id(obj) in seen:
+                continue
+            seen.add(id(obj))
+            value = getattr(obj, "__dict__", {}).get("max_cycles")
+            if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value > 0:
+                return int(value)
+            found.extend(getattr(obj, "__dict__", {}).get(k) for k in ("env", "aec_env", "par_env"))
+            try:
+                found.append(obj.unwrapped)
+            except Exception:  # noqa: BLE001 - an env without unwrapped (or one that raises) has no more to look through
+                pass
+        frontier = found
+    return None
 
 
 class PettingZooAECEnv(_PettingZooBase):
@@ -87,6 +122,7 @@ class PettingZooAECEnv(_PettingZooBase):
         super().__init__(env, name, max_episode_steps)
         self._raw = env.unwrapped
         self._current: str | None = None
+        self._steps_per_cycle = max(1, len(self.possible_agents))
 
     def reset(self, seed: int | None = None) -> TimeStep:
         """Reset (seeded when ``seed`` is given) and return the first agent to act."""

@@ -9,6 +9,7 @@ where the game allows them.
 from __future__ import annotations
 
 import math
+import os
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
     from league.envs.base import MultiAgentEnv
 
 __all__ = ["MAX_FRAGMENT_BYTES", "bound_fragment_memory", "resolve_env_groups", "policy_group", "check_openings",
-           "check_symmetry", "probe_env", "check_exact_game", "bound_fragment_time"]
+           "check_symmetry", "probe_env", "check_exact_game", "bound_fragment_time", "fit_time_budget"]
 
 
 #: The most observation bytes one sampler's fragment may hold; larger configs are shrunk.
@@ -29,6 +30,63 @@ PROBE_STEPS, PROBE_S = 8, 0.25
 #: With a time budget, one sampler's fragment may take this share of stop.time_s (at least
 #: MIN_FRAGMENT_S): a run's last iteration ends at the deadline only between fragments.
 FRAGMENT_SHARE, MIN_FRAGMENT_S = 0.05, 2.0
+#: With a time budget, the shares of stop.time_s (at the probe's step time) by which every env
+#: copy of a sampler ends its first episode of the env's longest length, the first evaluation
+#: round starts (eval.interval iterations), and one evaluation round's env steps are played.
+EPISODE_SHARE, FIRST_EVAL_SHARE, EVAL_ROUND_SHARE = 0.2, 0.2, 0.1
+
+
+def fit_time_budget(cfg: RunConfig, step_s: float, episode_limit: int | None) -> None:
+    """Size a run with ``stop.time_s`` so that its episodes end, and are evaluated, within it, at
+    ``step_s`` seconds an env step (the probe's; times 2 for the samplers and the learner sharing
+    cores, the samplers stepping side by side on their own cores), with one warning naming every
+    change (and :func:`bound_fragment_time`'s own):
+
+    * ``sampler.num_envs`` shrinks until each copy plays an episode of ``episode_limit`` env steps
+      (the env's cap, :meth:`~league.envs.base.MultiAgentEnv.episode_limit`; unknown: left) in
+      :data:`EPISODE_SHARE` of the budget: a sampler steps its copies in lock-step, so its first
+      episodes end after copies x length steps (pistonball's 32 x 125 at about 30 ms a step is
+      two minutes);
+    * then fragments as :func:`bound_fragment_time` says;
+    * ``iteration.min_env_steps`` until ``eval.interval`` iterations take :data:`FIRST_EVAL_SHARE`
+      of the budget, in whole rounds of fragments (an iteration ends only between them);
+    * ``eval.env_steps`` (0, unbounded, is left) until a round's games take :data:`EVAL_ROUND_SHARE`
+      of it, at least one whole episode per sampler.
+
+    Fast envs are left as they are: the bounds are far above their sizes."""
+    budget = cfg.stop.time_s
+    if not budget or step_s <= 0:
+        return
+    s, per_step = cfg.sampler, 2.0 * step_s
+    changes: list[str] = []
+    if episode_limit:
+        copies = max(1, int(EPISODE_SHARE * budget // (episode_limit * per_step)))
+        if copies < s.num_envs:
+            changes.append(f"sampler.num_envs {s.num_envs} -> {copies} (an episode lasts up to {episode_limit} steps)")
+            s.num_envs = copies
+    bound_fragment_time(cfg, step_s)
+    side_by_side = min(s.num_samplers, os.cpu_count() or 1) if s.remote else 1
+    rate = side_by_side / per_step  # env steps a second, about
+    if cfg.eval.interval:
+        round_of_fragments = s.num_samplers * s.num_envs * s.fragment_length
+        steps = int(FIRST_EVAL_SHARE * budget * rate / cfg.eval.interval)
+        steps = max(1, steps // round_of_fragments) * round_of_fragments
+        if steps < cfg.iteration.min_env_steps:
+            changes.append(f"iteration.min_env_steps {cfg.iteration.min_env_steps} -> {steps} (eval.interval={cfg.eval.interval})")
+            cfg.iteration.min_env_steps = steps
+        round_steps = max(1, int(EVAL_ROUND_SHARE * budget * rate))
+        if episode_limit:
+            round_steps = max(round_steps, episode_limit * max(1, s.num_samplers))
+        if round_steps < cfg.eval.env_steps:  # 0: unbounded by choice (rounds still end with the time budget)
+            changes.append(f"eval.env_steps {cfg.eval.env_steps} -> {round_steps}")
+            cfg.eval.env_steps = round_steps
+    if changes:
+        warnings.warn(
+            f"{'; '.join(changes)}: env '{cfg.env.name}' takes about {1000 * step_s:.1f} ms a step (the config check's probe), "
+            f"so with stop.time_s={budget:g} its episodes would not end, or not be evaluated, in time; set these keys "
+            "yourself to choose",
+            stacklevel=3,
+        )
 
 
 def bound_fragment_time(cfg: RunConfig, step_s: float) -> None:
@@ -36,7 +94,8 @@ def bound_fragment_time(cfg: RunConfig, step_s: float) -> None:
     ``step_s`` seconds an env step (the probe's, times 2 for the samplers and the learner sharing
     cores), fits in :data:`FRAGMENT_SHARE` of ``stop.time_s``, with a warning naming the change:
     a ``sample()`` call cannot stop midway, so on a slow env (pistonball: 32 copies x 64 steps at
-    about 30 ms a step is a minute) one fragment overran a 45 s budget by 90 s."""
+    about 30 ms a step is a minute) one fragment overran a 45 s budget by 90 s. Called by
+    :func:`fit_time_budget`, after it shrank ``num_envs`` for episodes to end."""
     s, budget = cfg.sampler, cfg.stop.time_s
     if not budget:
         return
@@ -51,7 +110,7 @@ def bound_fragment_time(cfg: RunConfig, step_s: float) -> None:
         f"'{cfg.env.name}' takes about {1000 * step_s:.1f} ms a step (the config check's probe), so one fragment would take "
         f"about {before[0] * before[1] * per_step:.0f} s, past {bound:.1f} s of stop.time_s={budget:g}, and a run ends only "
         "between fragments; set sampler.fragment_length and sampler.num_envs yourself to choose",
-        stacklevel=3,
+        stacklevel=4,
     )
 
 
