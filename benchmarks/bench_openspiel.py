@@ -13,6 +13,11 @@ measured in the same run, rounds alternating so a busy machine slows both alike)
 * ``sampler``: ``Sampler.sample()`` in this process on one core, PPO's MLP policy
   (``{"model": "mlp"}``: hidden (128, 128) tanh) on both seats, both recorded and GAE'd, at the
   sampler default (32 envs x 64 steps) and at 128 x 32 (the C++ board games' presets), on either env.
+* ``learner``: PPO's update (``Learner.learn_on_batch``, one thread) on two 128 x 32 sampler
+  fragments of hex 5x5, CPU us per row, with the MLP and PPO's default four epochs and with
+  ``num_epochs=1``; with the sampler's CPU cost per env step it gives what 2 cores can train at
+  when sampling and learning alternate (on-policy PPO's bulk_sync: two samplers side by side, then
+  the update): ``bound_env_steps_per_s`` = 1 / (sampler us / 2 + learner us), per env.
 * ``training`` (``--train SECONDS``): ``league-train env.name=openspiel:<game> ...
   algo.params.model=mlp eval.interval=0`` for SECONDS on either env (the default job's layout:
   two Ray samplers and the learner), env steps/s over the run and after its first iteration
@@ -148,6 +153,45 @@ def sampler(game: str, num_envs: int, fragment: int, seconds: float, rounds: int
     return {**out, **_context()}
 
 
+def learner(game: str, sampler_rows: list[dict[str, Any]], seconds: float) -> list[dict[str, Any]]:
+    """PPO's update cost per row (CPU, one thread) and the alternating-sampling bound it sets."""
+    import torch
+
+    from league.algos import make_algorithm
+    from league.batch import MultiAgentBatch, SampleBatch
+    from league.learn import Learner
+    from league.sampling import FixedMatchups, Sampler
+
+    torch.set_num_threads(1)
+    factory = EnvFactory(f"openspiel:{game}", _kwargs(game))
+    env = factory()
+    spec = env.spec(env.possible_agents[0])
+    s = Sampler(factory, policies={"main": make_algorithm("ppo", spec, {"model": "mlp"})},
+                matchups=FixedMatchups({a: "main" for a in env.possible_agents}), num_envs=128, fragment_length=32, seed=0)
+    rows = SampleBatch.concat([s.sample().policy_batches["main"] for _ in range(2)])
+    batch = MultiAgentBatch({"main": rows}, len(rows))
+    sampled = {r["num_envs"]: r for r in sampler_rows if r["game"] == game}.get(128)
+    out = []
+    for epochs in (4, 1):
+        learner = Learner("cpu", seed=0)
+        learner.add_policy("main", make_algorithm("ppo", spec, {"model": "mlp", "num_epochs": epochs}), num_threads=1)
+        learner.learn_on_batch(batch)  # warm-up
+        n, c0, t0 = 0, time.process_time(), time.perf_counter()
+        while time.perf_counter() - t0 < seconds or n == 0:
+            learner.learn_on_batch(batch)
+            n += len(rows)
+        us = (time.process_time() - c0) / n * 1e6
+        row: dict[str, Any] = {"figure": "learner", "game": game, "algo": f"ppo mlp (128, 128), {epochs} epochs, minibatch 512",
+                               "rows": len(rows), "learner_cpu_us_per_row": round(us, 1)}
+        if sampled is not None:
+            for label in ("vectorized", "batched"):
+                sampler_us = 1e6 / sampled[f"{label}_env_steps_per_cpu_s"]
+                row[f"{label}_sampler_cpu_us_per_step"] = round(sampler_us, 1)
+                row[f"{label}_bound_env_steps_per_s"] = round(1e6 / (sampler_us / 2 + us))
+        out.append({**row, **_context()})
+    return out
+
+
 _SITECUSTOMIZE = '''
 import sys
 
@@ -223,9 +267,14 @@ def main() -> None:
     seconds, rounds = (0.2, 1) if args.quick else (args.seconds, args.rounds)
     for game in games:
         print(json.dumps(env_only(game, args.num_envs, seconds, rounds)), flush=True)
+    sampler_rows = []
     for game in games[:1] if args.quick else games[:2]:
         for num_envs, fragment in ((32, 64), (128, 32)):
-            print(json.dumps(sampler(game, num_envs, fragment, seconds, rounds)), flush=True)
+            sampler_rows.append(sampler(game, num_envs, fragment, seconds, rounds))
+            print(json.dumps(sampler_rows[-1]), flush=True)
+    if "hex" in games:
+        for row in learner("hex", sampler_rows, seconds):
+            print(json.dumps(row), flush=True)
     if args.train:
         for overrides in TRAINING_CONFIGS:
             for vectorized in (True, False):
