@@ -1,9 +1,10 @@
 """Composing one training plan from per-policy algorithm fragments.
 
 A run declares policies, each with its own algorithm and hyperparameters. The plan for
-the whole run shares one rollout stream: it is ``duplicate``-d once per policy, each copy
-goes through that policy's algorithm fragment (which starts with ``SelectExperiences``),
-followed by a weight broadcast of that policy only, and all fragments run under
+the whole run shares one rollout stream: it is ``duplicate``-d once per policy (or per
+stack group, ``stack=True``), each copy goes through that policy's algorithm fragment
+(which starts with ``SelectExperiences``), followed by a weight broadcast of that policy
+only, and all fragments run under
 ``Concurrently(mode="async")``, so PPO's and DQN's policies train concurrently, each at
 its own batch size, rather than alternately.
 
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from league.flow.iterators import LocalIterator
     from league.runtime.faces import LearnerHandle, SamplerHandle
 
-__all__ = ["build_multi_policy_plan", "MERGE_MODES"]
+__all__ = ["build_multi_policy_plan", "stack_groups", "MERGE_MODES"]
 
 #: How the fragments' outputs are merged (``Concurrently`` modes).
 MERGE_MODES = ("async", "round_robin")
@@ -39,6 +40,7 @@ def build_multi_policy_plan(
     mode: str = "async",
     broadcast_every_env_steps: int = 1,
     max_broadcasts_in_flight: int = 1,
+    stack: bool = False,
 ) -> LocalIterator:
     """The merged plan for ``algorithms`` (policy id -> its algorithm); one item per training step.
 
@@ -54,6 +56,13 @@ def build_multi_policy_plan(
     ``broadcast_every_env_steps`` and ``max_broadcasts_in_flight`` throttle each policy's
     :class:`~league.flow.BroadcastWeights` (defaults: at most one broadcast per rollout
     fragment sampled, and one unapplied broadcast per Ray sampler; 0 and 0: after every update).
+
+    ``stack`` (``learner.stack_same_shaped``): policies whose algorithms agree on a
+    :meth:`~league.learn.algorithm.Algorithm.stack_key` (same algorithm and config but the
+    learning rate; :func:`stack_groups`) share one fragment, built by their algorithm's
+    ``plan_fragment`` for all of them: each still trains on its own batch as often as
+    alone, and those whose batches fill after the same rollout are updated in one learner
+    call, which stacks them (one vmapped update) when their models are of one shape.
     """
     from league.flow import BroadcastWeights, Concurrently
 
@@ -61,16 +70,26 @@ def build_multi_policy_plan(
         raise ValueError("build_multi_policy_plan needs at least one learning policy")
     if mode not in MERGE_MODES:
         raise ValueError(f"build_multi_policy_plan mode must be one of {MERGE_MODES}, got {mode!r}")
-    pids = list(algorithms)
-    sources = [rollouts] if len(pids) == 1 else rollouts.duplicate(len(pids), max_buffer=max_skew)
+    groups = stack_groups(algorithms) if stack else [[pid] for pid in algorithms]
+    sources = [rollouts] if len(groups) == 1 else rollouts.duplicate(len(groups), max_buffer=max_skew)
     fragments = [
-        algorithms[pid]
-        .plan_fragment(src, learner, [pid])
+        algorithms[group[0]]
+        .plan_fragment(src, learner, group)
         .for_each(
             BroadcastWeights(
-                learner, samplers, [pid], every_env_steps=broadcast_every_env_steps, max_in_flight=max_broadcasts_in_flight
+                learner, samplers, group, every_env_steps=broadcast_every_env_steps, max_in_flight=max_broadcasts_in_flight
             )
         )
-        for pid, src in zip(pids, sources)
+        for group, src in zip(groups, sources)
     ]
     return fragments[0] if len(fragments) == 1 else Concurrently(fragments, mode=mode, name="PerPolicyFragments")
+
+
+def stack_groups(algorithms: Mapping[str, Algorithm]) -> list[list[str]]:
+    """The policies in ``algorithms`` grouped by algorithm type and ``stack_key()`` (first
+    appearance order); a policy whose key is None (it never stacks) is a group of its own."""
+    groups: dict[object, list[str]] = {}
+    for pid, algo in algorithms.items():
+        key = algo.stack_key()
+        groups.setdefault(pid if key is None else (type(algo), key), []).append(pid)
+    return list(groups.values())

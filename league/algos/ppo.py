@@ -212,8 +212,9 @@ class PPO(GAEActorCritic):
         """K same-shaped policies updated as one vmapped model: :meth:`learn`'s update, with
         :func:`ppo_loss_terms` handed to :func:`~league.algos.ppo_stacked.stacked_minibatch_sgd`.
 
-        Reached only through the Python API (``Learner.learn_on_batch(batch, [ids...])``
-        with several PPO policies); ``league-train`` trains one policy per ``TrainOneStep``.
+        Reached through ``Learner.learn_on_batch(batch, [ids...])`` with several PPO policies:
+        under ``league-train`` with ``learner.stack_same_shaped=true``, whenever policies of one
+        stack group have full batches after the same rollout (:meth:`plan_fragment`).
         """
         # Imported here: it pulls in league.learn, which learners need and samplers don't.
         from league.algos.ppo_stacked import stacked_minibatch_sgd
@@ -228,7 +229,10 @@ class PPO(GAEActorCritic):
         return [{k: v for k, v in r.items() if k != "aux_loss"} for r in results]  # stacking excludes auxiliary losses
 
     def plan_fragment(self, rollouts: LocalIterator, learner: LearnerHandle, policy_ids: list[str]) -> LocalIterator:
-        """Rollouts -> SelectExperiences -> ConcatBatches -> TrainOneStep (fresh rows only).
+        """Rollouts -> SelectExperiences -> ConcatBatches -> TrainOneStep (fresh rows only);
+        for several policies of one stack group (:func:`~league.algos.compose.build_multi_policy_plan`
+        with ``stack=True``) ``ConcatPolicyBatches`` instead, so those full at once are updated
+        in one learner call: stacked, when the learner stacks same-shaped policies.
 
         The learner drops, in the same call as the update, each row more than
         ``max_policy_lag`` updates old or from before the policy's latest reset (see
@@ -237,11 +241,17 @@ class PPO(GAEActorCritic):
         samplers: the step still happens (and is followed by a broadcast) even if every
         row was stale.
         """
-        from league.flow import ConcatBatches, SelectExperiences, TrainOneStep
+        from league.flow import ConcatBatches, ConcatPolicyBatches, Operator, SelectExperiences, TrainOneStep
         from league.learn.staleness import FreshRowsLearner
 
+        size = self.config.train_batch_size
+        # Several policies (a stack group: algos.compose): each still trains on its own
+        # train_batch_size rows, and those full at once go to the learner in one call.
+        concat: Operator = (
+            ConcatBatches(min_batch_size=size, count="agent_steps") if len(policy_ids) == 1 else ConcatPolicyBatches(policy_ids, size)
+        )
         return (
             rollouts.for_each(SelectExperiences(policy_ids))
-            .combine(ConcatBatches(min_batch_size=self.config.train_batch_size, count="agent_steps"))
+            .combine(concat)
             .for_each(TrainOneStep(FreshRowsLearner(learner), policy_ids))
         )

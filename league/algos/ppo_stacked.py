@@ -9,8 +9,9 @@ Statistics stay on the device until the end, so the loop never waits for the GPU
 
 Nothing here imports an algorithm (PPO gets this loop by composition). The learner
 reaches it when one ``Learner.learn_on_batch(batch, [ids...])`` call trains several
-stackable policies; ``league-train``'s plan trains one policy per call, so it is a
-Python-API feature (measured by ``benchmarks/bench_learner.py``).
+stackable policies: under ``league-train`` with ``learner.stack_same_shaped=true``, the
+same-config PPO policies whose batches fill after the same rollout (measured by
+``benchmarks/bench_learner.py``).
 """
 
 from __future__ import annotations

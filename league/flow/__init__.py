@@ -31,6 +31,7 @@ from league.flow.metrics import (
     NUM_ENV_STEPS_STORED,
     NUM_ENV_STEPS_TRAINED,
     NUM_SAMPLER_RESTARTS,
+    NUM_STACKED_UPDATES,
     NUM_TARGET_UPDATES,
     NUM_WEIGHT_BROADCASTS,
     NUM_WEIGHT_BROADCASTS_COALESCED,
@@ -53,6 +54,7 @@ from league.flow.training import (
 )
 from league.flow.transforms import (
     ConcatBatches,
+    ConcatPolicyBatches,
     Enqueue,
     SelectExperiences,
     StandardizeFields,
@@ -77,6 +79,7 @@ __all__ = [
     "Dequeue",
     "SelectExperiences",
     "ConcatBatches",
+    "ConcatPolicyBatches",
     "StandardizeFields",
     "StoreToReplayBuffer",
     "Enqueue",
@@ -101,4 +104,5 @@ __all__ = [
     "NUM_WEIGHT_BROADCASTS",
     "NUM_WEIGHT_BROADCASTS_COALESCED",
     "NUM_SAMPLER_RESTARTS",
+    "NUM_STACKED_UPDATES",
 ]

@@ -29,6 +29,9 @@ __all__ = [
     "NUM_WEIGHT_BROADCASTS_COALESCED",
     "NUM_LEARNER_UPDATES",
     "NUM_SAMPLER_RESTARTS",
+    "NUM_STACKED_UPDATES",
+    "NUM_AGENT_STEPS_CUT_TO_STACK",
+    "STACK_SIZE",
 ]
 
 NUM_ENV_STEPS_SAMPLED = "num_env_steps_sampled"
@@ -47,6 +50,15 @@ NUM_WEIGHT_BROADCASTS_COALESCED = "num_weight_broadcasts_coalesced"
 #: Sampler actors found restarted by Ray (see :mod:`league.runtime.recovery`); per sampler
 #: index in ``metrics.info["sampler_restarts"]``.
 NUM_SAMPLER_RESTARTS = "num_sampler_restarts"
+#: Policy updates the learner made as part of a stacked (vmapped) group of same-shaped
+#: policies (``learner.stack_same_shaped``; per policy: ``num_stacked_updates/<policy>``).
+NUM_STACKED_UPDATES = "num_stacked_updates"
+#: Rows dropped to make the batches of policies full at once equally long, so they stack
+#: (:class:`~league.flow.transforms.ConcatPolicyBatches`).
+NUM_AGENT_STEPS_CUT_TO_STACK = "num_agent_steps_cut_to_stack"
+#: Learner statistics key: how many policies a policy's update was stacked with (itself
+#: included; absent when it was updated alone). Written by :class:`~league.learn.Learner`.
+STACK_SIZE = "stack_size"
 
 
 @dataclass

@@ -21,7 +21,9 @@ from league.flow.metrics import (
     NUM_TARGET_UPDATES,
     NUM_ENV_STEPS_SAMPLED,
     NUM_LEARNER_UPDATES,
+    NUM_STACKED_UPDATES,
     NUM_WEIGHT_BROADCASTS,
+    STACK_SIZE,
     NUM_WEIGHT_BROADCASTS_COALESCED,
     PlanMetrics,
 )
@@ -106,8 +108,10 @@ class TrainOneStep(Operator):
     ``num_epochs`` and ``minibatch_size`` are passed on as keyword arguments only when
     set (``num_epochs != 1``, ``minibatch_size`` not None), so learners that do not take
     them keep working. Counts ``num_env_steps_trained``, ``num_agent_steps_trained``
-    (rows of the trained policies) and ``num_learner_updates/<policy>`` (calls that
-    returned statistics for it), and keeps the latest statistics per policy.
+    (rows of the trained policies), ``num_learner_updates/<policy>`` (calls that
+    returned statistics for it) and ``num_stacked_updates`` (and ``.../<policy>``: updates
+    the learner made in a stacked group, :data:`STACK_SIZE` above 1), and keeps the latest
+    statistics per policy.
     """
 
     def __init__(
@@ -144,6 +148,9 @@ class TrainOneStep(Operator):
         for pid, policy_stats in stats.items():
             # Learner updates per policy: a PPO batch, or a DQN gradient step (a call may take several).
             metrics.counters[f"{NUM_LEARNER_UPDATES}/{pid}"] += gradient_steps(policy_stats)
+            if isinstance(policy_stats, dict) and policy_stats.get(STACK_SIZE, 1) > 1:
+                metrics.counters[NUM_STACKED_UPDATES] += 1
+                metrics.counters[f"{NUM_STACKED_UPDATES}/{pid}"] += 1
         return TrainResult(batch, stats)
 
 

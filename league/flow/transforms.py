@@ -10,6 +10,7 @@ import numpy as np
 
 from league.batch import MultiAgentBatch, SampleBatch
 from league.flow.metrics import (
+    NUM_AGENT_STEPS_CUT_TO_STACK,
     NUM_AGENT_STEPS_STORED,
     NUM_ENV_STEPS_SAMPLED,
     NUM_ENV_STEPS_STORED,
@@ -20,6 +21,7 @@ from league.flow.stages import Operator
 __all__ = [
     "SelectExperiences",
     "ConcatBatches",
+    "ConcatPolicyBatches",
     "StandardizeFields",
     "StoreToReplayBuffer",
     "Enqueue",
@@ -102,6 +104,59 @@ class ConcatBatches(Operator):
         parts, self._buffer, self._steps = self._buffer, [], 0
         out = MultiAgentBatch.concat(parts) if isinstance(item, MultiAgentBatch) else SampleBatch.concat(parts)
         metrics.info["last_concat_size"] = self._size(out)
+        return [out]
+
+
+class ConcatPolicyBatches(Operator):
+    """Per policy, accumulates rows until that policy holds ``min_batch_size``; outputs the
+    policies that are full after the same input together, as one ``MultiAgentBatch``.
+
+    Each policy is output exactly when a :class:`ConcatBatches` of its own rows
+    (``count="agent_steps"``) behind ``SelectExperiences([policy])`` would output it, so the
+    policies train as often as in one fragment each; what changes is that policies full at
+    once reach the learner in one call, cut to the shortest of them (the rows past it, the
+    latest, are dropped and counted in ``num_agent_steps_cut_to_stack``): equally long
+    batches, which a learner that stacks same-shaped policies (``learner.stack_same_shaped``)
+    updates as one. A policy full alone keeps every row. The output's ``env_steps`` add up
+    each output policy's env steps, as the one-fragment-per-policy plan counts them.
+    Use with ``.combine(...)``: each input yields ``[]`` or ``[batch]``.
+    """
+
+    kind = "combine"
+
+    def __init__(self, policy_ids: Iterable[str], min_batch_size: int) -> None:
+        if not isinstance(min_batch_size, int) or min_batch_size < 1:
+            raise ValueError(f"ConcatPolicyBatches min_batch_size must be an integer >= 1, got {min_batch_size!r}")
+        self.policy_ids = _policy_list(policy_ids, "ConcatPolicyBatches")
+        self.min_batch_size = min_batch_size
+        self._buffers: dict[str, list[SampleBatch]] = {p: [] for p in self.policy_ids}
+        self._rows = dict.fromkeys(self.policy_ids, 0)
+        self._env_steps = dict.fromkeys(self.policy_ids, 0)
+
+    def describe(self) -> str:
+        return f"ConcatPolicyBatches({self.min_batch_size} rows per policy, {self.policy_ids})"
+
+    def __call__(self, item: Any, metrics: PlanMetrics) -> list[Any]:
+        batch = _require_multi_agent(item, self.name)
+        for pid in self.policy_ids:
+            # Env steps count from a policy's last output, as its own ConcatBatches counts them.
+            self._env_steps[pid] += batch.env_steps
+            if pid in batch and len(batch[pid]):
+                self._buffers[pid].append(batch[pid])
+                self._rows[pid] += len(batch[pid])
+        full = [pid for pid in self.policy_ids if self._rows[pid] >= self.min_batch_size]
+        if not full:
+            return []
+        parts = {pid: SampleBatch.concat(self._buffers[pid]) for pid in full}
+        steps = sum(self._env_steps[pid] for pid in full)
+        for pid in full:
+            self._buffers[pid], self._rows[pid], self._env_steps[pid] = [], 0, 0
+        if len(full) > 1:
+            rows = min(len(b) for b in parts.values())
+            metrics.counters[NUM_AGENT_STEPS_CUT_TO_STACK] += sum(len(b) - rows for b in parts.values())
+            parts = {pid: b if len(b) == rows else b[:rows] for pid, b in parts.items()}
+        out = MultiAgentBatch(parts, steps)
+        metrics.info["last_concat_size"] = out.agent_steps()
         return [out]
 
 

@@ -6,10 +6,13 @@ One :meth:`Learner.learn_on_batch` updates every trainable policy in the batch:
 - policies whose algorithm offers the stacking hooks (``stack_key()`` and
   ``learn_stacked(states, batches)``), with models of one structure, plain Adam and
   equally long batches, are updated together as one vmapped model (one kernel per op
-  for all of them; see :mod:`league.learn.stacking`) — on by default: it saves kernel
-  launches and syncs on CUDA, and on CPU it speeds up small MLPs and is neutral for
-  convs (``benchmarks/bench_learner.py``). A Python-API feature: ``league-train``'s plan
-  passes one policy id per call, so a group never forms there;
+  for all of them; see :mod:`league.learn.stacking`) — on by default here: it saves
+  kernel launches and syncs on CUDA, and on CPU it speeds up small MLPs and is neutral
+  for convs (``benchmarks/bench_learner.py``). ``league-train`` reaches it with
+  ``learner.stack_same_shaped=true`` (off by default there): its plan then hands the
+  learner, in one call, the same-config PPO policies whose batches fill after the same
+  rollout (:func:`league.algos.compose.build_multi_policy_plan`); each stacked policy's
+  statistics carry ``stack_size`` (:data:`~league.flow.metrics.STACK_SIZE`);
 - the others, on CUDA, run concurrently on their own CUDA streams (one thread each, so
   one policy's host-side work overlaps another's kernels); on CPU, in turn.
 
@@ -41,6 +44,7 @@ import torch
 
 from league.learn.algorithm import Algorithm, PolicyState, read_version, write_version
 from league.batch import MultiAgentBatch, SampleBatch
+from league.flow.metrics import STACK_SIZE
 from league.learn.onednn import fp32_matmuls
 from league.learn.stacking import stack_signature
 from league.learn.staleness import FreshRows, select_fresh_rows
@@ -467,6 +471,8 @@ class Learner:
     def _learn_stacked(self, group: list[str], batch: MultiAgentBatch) -> Stats:
         algo = self._algorithms[group[0]]
         results = algo.learn_stacked([self._policies[p] for p in group], [batch[p] for p in group])
+        for stats in results:  # what TrainOneStep counts as num_stacked_updates
+            stats[STACK_SIZE] = float(len(group))
         return dict(zip(group, results))
 
     def _run_each(self, pids: list[str], fn: Callable[[str], Any]) -> dict[str, Any]:

@@ -70,9 +70,11 @@ class LearnerConfig:
     num_cpus_per_learner: float = 1.0
     num_gpus_per_learner: float = 0.0
     assignment: Any = "auto"  # "auto" (balanced by size) or {policy_id: learner index}
-    # Inert under league-train (its plan trains one policy per learn_on_batch call); the
-    # vmapped multi-policy update is a Learner Python-API feature (Learner(stack_same_shaped=...)).
-    stack_same_shaped: bool = True
+    # Same-config PPO policies (an AlphaStar league's main and exploiters) share one plan
+    # fragment, and those whose batches fill after the same rollout are updated as one
+    # vmapped model (algos/compose.py; counted as num_stacked_updates). Off: on this CPU it
+    # is no faster (benchmarks/README.md, bench_learner.py); meant for a GPU learner.
+    stack_same_shaped: bool = False
     # A learner actor that dies: "restore" its policies from the last checkpoint, or "stop".
     on_failure: str = "restore"
     # fp32, or bf16: updates under torch.autocast (AMX / tensor cores); weights and optimiser stay fp32.

@@ -304,4 +304,5 @@ def build_plan(cfg: RunConfig, samplers: Sequence[SamplerHandle], learner: Learn
         algorithms,
         broadcast_every_env_steps=s.broadcast_every_env_steps,
         max_broadcasts_in_flight=s.max_broadcasts_in_flight,
+        stack=cfg.learner.stack_same_shaped,
     )
