@@ -103,10 +103,10 @@ def gpu_record(figures: list[dict[str, Any]], device: str, commit: str, date: st
     """The device run's one object from ``scripts/gpu_check.sh``'s figures (None where a figure
     is missing: its step failed or was skipped): the default job's env steps/s with server
     inference and its local baseline, the MLP job's, the stacked K=16 update's speedup over 16
-    separate learners (``bench_learner``'s largest K), and the PPO+DQN mix's env steps/s over
-    PPO alone's."""
+    separate learners (``bench_learner``'s largest K, the default job's model where it was
+    measured), and the PPO+DQN mix's env steps/s over PPO alone's."""
     stacked = [f for f in figures if f.get("bench") == "learner" and "speedup_stacked_vs_separate" in f]
-    largest = max(stacked, key=lambda f: int(f["K"]), default=None)
+    largest = max(stacked, key=lambda f: (int(f["K"]), f.get("model") == "default"), default=None)
     mix, alone = _rate(_figure(figures, "ppo_dqn_mix", "local")), _rate(_figure(figures, "ppo_alone", "local"))
     return {
         "device": device,
@@ -117,6 +117,7 @@ def gpu_record(figures: list[dict[str, Any]], device: str, commit: str, date: st
         "mlp_env_steps_per_s": _rate(_figure(figures, "mlp", "server")),
         "stacked_speedup": None if largest is None else largest["speedup_stacked_vs_separate"],
         "stacked_k": None if largest is None else int(largest["K"]),
+        "stacked_model": None if largest is None else largest.get("model"),
         "mix_ratio": round(mix / alone, 3) if mix and alone else None,
         "dry_run": any(f.get("dry_run") for f in figures),
         "figures": figures,

@@ -9,12 +9,19 @@ For K in ``--ks`` and each model (default MLP, conv), the same K batches are tra
 - ``shared_stacked``: one learner hosting all K, same-shaped policies updated as one
   vmapped model (the ``learn_stacked`` hook).
 
+Models: ``mlp``, ``conv`` (the plain board conv), and ``default``: the default job's PPO as
+its preset sets it (the conv averaged with its mirror, reading the threat planes, with the
+distilled depth-4 search as auxiliary loss), the model an AlphaStar league of the default
+game stacks under ``learner.stack_same_shaped=true`` (planes and search targets read once
+per batch, outside ``vmap``).
+
 Policies differ in learning rate (so they are genuinely different policies). The three
 are measured interleaved, ``--repeats`` times each after a warm-up, and the median is
 reported. Runs on CUDA when available (``--device`` to choose). Prints one JSON object
 per (model, K) line::
 
     python benchmarks/bench_learner.py --ks 1,4,16
+    python benchmarks/bench_learner.py --ks 2,4,16 --models default --repeats 5   # benchmarks/README.md's figures
 """
 
 from __future__ import annotations
@@ -62,9 +69,18 @@ def connect_four_batch(rows: int, seed: int) -> SampleBatch:
     )
 
 
+def model_params(model: str) -> dict[str, object]:
+    """PPO parameters of ``model``: ``default`` is the default job's (its preset's), else ``{"model": model}``."""
+    if model != "default":
+        return {"model": model}
+    from league.cli.train import composed_values
+
+    return dict(composed_values()["algo"]["params"])
+
+
 def make_runners(k: int, model: str, device: str, args: argparse.Namespace) -> dict[str, Callable[[], None]]:
     """One zero-argument training round per method, over the same K batches."""
-    config = {"model": model, "num_epochs": args.epochs, "minibatch_size": args.minibatch, "train_batch_size": args.rows}
+    config = {**model_params(model), "num_epochs": args.epochs, "minibatch_size": args.minibatch, "train_batch_size": args.rows}
     algos = {f"p{i}": PPO(SPEC, {**config, "lr": 3e-4 * (1 + 0.1 * i)}) for i in range(k)}
     batch = MultiAgentBatch({pid: connect_four_batch(args.rows, i) for i, pid in enumerate(algos)}, args.rows)
 
@@ -93,10 +109,16 @@ def make_runners(k: int, model: str, device: str, args: argparse.Namespace) -> d
         sync()
 
     def run_stacked() -> None:
-        stacked.learn_on_batch(batch)
+        stats = stacked.learn_on_batch(batch)
         sync()
+        # The policies the stacked learner really updated as one group (STACK_SIZE in their stats).
+        STACKED_POLICIES[model] = sum(1 for s in stats.values() if s.get("stack_size", 1.0) > 1)
 
     return {"separate": run_separate, "shared_in_turn": run_in_turn, "shared_stacked": run_stacked}
+
+
+#: Per model, how many of the K policies the last ``shared_stacked`` round updated stacked.
+STACKED_POLICIES: dict[str, int] = {}
 
 
 def measure(k: int, model: str, device: str, args: argparse.Namespace) -> dict[str, object]:
@@ -124,6 +146,7 @@ def measure(k: int, model: str, device: str, args: argparse.Namespace) -> dict[s
         "sgd_steps_per_update": steps,
         "repeats": args.repeats,
         **{name: round(r, 3) for name, r in rate.items()},
+        "stacked_policies": STACKED_POLICIES.get(model, 0),  # K: every policy took the stacked path
         "speedup_stacked_vs_separate": round(rate["shared_stacked"] / rate["separate"], 2),
         "speedup_in_turn_vs_separate": round(rate["shared_in_turn"] / rate["separate"], 2),
     }
@@ -133,7 +156,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--ks", default="1,4,16", help="comma-separated policy counts")
-    parser.add_argument("--models", default="mlp,conv")
+    parser.add_argument("--models", default="mlp,conv", help="comma-separated: mlp, conv, default (the default job's PPO)")
     parser.add_argument("--rows", type=int, default=None, help="rows per policy per update (default 512 on CPU, 4096 on CUDA)")
     parser.add_argument("--epochs", type=int, default=None, help="PPO epochs (default 1 on CPU, 4 on CUDA)")
     parser.add_argument("--minibatch", type=int, default=None, help="PPO minibatch size (default 128 on CPU, 512 on CUDA)")

@@ -23,7 +23,8 @@
 #      LEAGUE_GPU_SAMPLERS' sampler sizes (default: 12 samplers of 128 env copies);
 #    - mlp_job: the same with algo.params.model=mlp, server inference only;
 #    - stacked: K=16 same-shaped PPO policies updated as one vmapped model against 16
-#      separate learners in turn (benchmarks/bench_learner.py, conv);
+#      separate learners in turn (benchmarks/bench_learner.py): the default job's model
+#      (planes, mirror, distilled search; the record's stacked_speedup) and the plain conv;
 #    - mix: the PPO+DQN mix (DQN at replay ratio 8, steps_per_call 8) on learner=shared_gpu
 #      against its PPO-only twin (policies=ppo_vs_ppo) on the same learners.
 #    Then one object for the run is appended to benchmarks/results/gpu.jsonl (the device's
@@ -112,7 +113,7 @@ fi
 figures() {  # issue 36's figures into figures.jsonl, then the record into gpu.jsonl
   local seconds="${LEAGUE_GPU_SECONDS:-50}" device=cuda samplers="${LEAGUE_GPU_SAMPLERS:-sampler.num_samplers=12 sampler.num_envs=128}"
   local learner="learner=gpu learner.num_gpus_per_learner=0.5 sampler.inference_num_gpus=0.5"  # both Ray actors see the GPU
-  local stacked=(--ks 16 --models conv --repeats 3) dry=() ov
+  local stacked=(--ks 16 --models default,conv --repeats 3) dry=() ov
   if ((DRY_RUN)); then
     seconds=4 device=cpu samplers="" learner="" stacked=(--ks 2 --models mlp --repeats 1 --rows 64 --epochs 1 --minibatch 32 --device cpu)
     dry=(--dry-run)

@@ -105,6 +105,48 @@ def test_the_stacked_plan_equals_the_same_plan_updating_one_by_one():
         assert m_stacked.counters[counter] == m_one.counters[counter], counter
 
 
+def _connect_four_rows(n: int, seed: int) -> SampleBatch:
+    """Real connect-four positions (the distilled search reads them) with random PPO targets."""
+    from league.population.yardstick import random_play_positions
+
+    obs, mask = random_play_positions("connect_four", games=n // 8 + 1, seed=seed)
+    rows = _rows(n, seed)
+    mask = mask[:n].astype(np.float32)
+    rows[C.OBS], rows[C.ACTION_MASK] = obs[:n].astype(np.float32), mask
+    rows[C.ACTIONS] = np.array([np.flatnonzero(m)[seed % int(m.sum())] for m in mask], dtype=np.int64)
+    rows[C.ACTION_LOGP] = np.log(1.0 / mask.sum(1)).astype(np.float32)
+    return rows
+
+
+def test_the_default_connect_four_model_stacks_and_equals_one_by_one():
+    # The default job's PPO (its preset): flip_lr symmetry, threat planes, the distilled depth-4 search.
+    from league.cli.train import composed_values
+
+    import league.games  # noqa: F401  (the plug-ins: planes and search)
+
+    params = {**composed_values()["algo"]["params"], "minibatch_size": 16, "num_epochs": 2}
+    assert params["model_kwargs"]["input_features"] and params["aux_loss"] == "connect_four_search"
+    spec = AgentSpec(obs_shape=(6, 7, 2), num_actions=7, has_action_mask=True)
+    batch = MultiAgentBatch({f"p{i}": _connect_four_rows(40, i) for i in range(3)}, 40)
+    out = {}
+    for stack in (False, True):
+        learner = Learner(seed=5, stack_same_shaped=stack)
+        for i, lr in enumerate((1e-3, 5e-4, 2e-3)):
+            learner.add_policy(f"p{i}", make_algorithm("ppo", spec, {**params, "lr": lr}))
+        stats = [learner.learn_on_batch(batch) for _ in range(2)]
+        out[stack] = (learner.get_weights(), stats)
+    (w0, s0), (w1, s1) = out[False], out[True]
+    assert all(s["stack_size"] == 3.0 for s in s1[0].values()) and "stack_size" not in s0[0]["p0"]
+    for pid in w0:
+        for name in w0[pid]:
+            np.testing.assert_allclose(w1[pid][name], w0[pid][name], rtol=1e-4, atol=1e-5, err_msg=f"{pid}.{name}")
+    for a, b in zip(s0, s1):
+        for pid in a:
+            assert set(a[pid]) == set(b[pid]) - {"stack_size"}
+            for key in a[pid]:
+                assert b[pid][key] == pytest.approx(a[pid][key], rel=1e-4, abs=1e-5), (pid, key)
+
+
 def _alphastar(tmp_path: Path, stack: bool) -> list[dict[str, Any]]:
     values = {
         "env": {"name": "tictactoe"},
@@ -136,3 +178,24 @@ def test_an_alphastar_league_train_run_takes_the_stacked_path_when_asked(tmp_pat
         assert counters["num_stacked_updates"] >= 2, counters
     else:
         assert counters.get("num_stacked_updates", 0) == 0, counters
+
+
+def test_bench_learner_stacks_the_default_model_and_the_record_reads_it():
+    # benchmarks/bench_learner.py --models default (what scripts/gpu_check.sh measures as
+    # stacked_speedup): every policy took the stacked path; the GPU record prefers that model.
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    cmd = [sys.executable, str(root / "benchmarks" / "bench_learner.py"), "--ks", "2", "--models", "default",
+           "--repeats", "1", "--rows", "32", "--minibatch", "16", "--device", "cpu"]  # fmt: skip
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=True)
+    (figure,) = [json.loads(line) for line in out.stdout.splitlines()]
+    assert figure["model"] == "default" and figure["K"] == 2 and figure["stacked_policies"] == 2
+    assert figure["separate"] > 0 and figure["shared_stacked"] > 0
+    sys.path.insert(0, str(root / "benchmarks"))
+    import bench_inference
+
+    conv = {**figure, "model": "conv", "speedup_stacked_vs_separate": 9.0}
+    record = bench_inference.gpu_record([conv, figure], "cpu", "abc", "today")
+    assert (record["stacked_model"], record["stacked_speedup"]) == ("default", figure["speedup_stacked_vs_separate"])

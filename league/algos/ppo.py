@@ -197,12 +197,12 @@ class PPO(GAEActorCritic):
 
     def stack_key(self) -> Hashable | None:
         """PPO policies whose configs agree on everything but ``lr`` can share one stacked update
-        (never with running normalisers, Box or MultiDiscrete actions, an auxiliary loss or input
-        features: the stacked update keeps none of them, and vmap cannot map a plug-in's C++ reading)."""
+        (never with running normalisers, Box or MultiDiscrete actions: the stacked update keeps
+        none of them). Input features and an auxiliary loss's targets are read once per batch
+        outside ``vmap``, as :meth:`learn` reads them; the auxiliary loss itself runs under
+        ``vmap`` (the distilled-search losses, ``ApprovedMovesLoss``, are torch ops only)."""
         cfg = self.config
-        if cfg.normalize_obs or cfg.normalize_values or cfg.aux_loss is not None or not isinstance(self.dist, Categorical):
-            return None
-        if (cfg.model_kwargs or {}).get("input_features") is not None:
+        if cfg.normalize_obs or cfg.normalize_values or not isinstance(self.dist, Categorical):
             return None
         values = dataclasses.asdict(self.config)
         values.pop("lr")
@@ -222,11 +222,27 @@ class PPO(GAEActorCritic):
         cfg = self.config
         for state in states:
             self._anneal_lr(state)
-        loss_terms = functools.partial(ppo_loss_terms, cfg)
+        loss_terms = functools.partial(ppo_loss_terms, cfg, aux=self.aux)
+        model, aux = states[0].model, self.aux
+
+        def prepare(t: dict[str, torch.Tensor]) -> None:
+            # What learn() reads once per batch, for all K batches at once: functions of the
+            # observations only (no parameters), the same for every member's model.
+            k, n = t[C.OBS].shape[:2]
+            obs, mask = t[C.OBS].flatten(0, 1), t[C.ACTION_MASK].flatten(0, 1)
+            if aux is not None:
+                targets = aux.targets(obs, mask)
+                t[AUX_TARGETS] = targets.reshape(k, n, *targets.shape[1:])
+            features = input_features(model, obs)
+            t[C.OBS] = features.reshape(k, n, *features.shape[1:])
+
         results = stacked_minibatch_sgd(
-            loss_terms, PPO_STATS, states, batches, PPO_INPUTS, cfg.num_epochs, cfg.minibatch_size, cfg.max_grad_norm, "PPO"
-        )
-        return [{k: v for k, v in r.items() if k != "aux_loss"} for r in results]  # stacking excludes auxiliary losses
+            loss_terms, PPO_STATS, states, batches, PPO_INPUTS, cfg.num_epochs, cfg.minibatch_size, cfg.max_grad_norm, "PPO",
+            prepare=prepare,
+        )  # fmt: skip
+        if aux is None:  # always 0 then: not a statistic of this run (as in learn)
+            return [{k: v for k, v in r.items() if k != "aux_loss"} for r in results]
+        return results
 
     def plan_fragment(self, rollouts: LocalIterator, learner: LearnerHandle, policy_ids: list[str]) -> LocalIterator:
         """Rollouts -> SelectExperiences -> ConcatBatches -> TrainOneStep (fresh rows only);

@@ -43,15 +43,22 @@ def stacked_minibatch_sgd(
     minibatch_size: int,
     max_grad_norm: float,
     name: str,
+    prepare: Callable[[dict[str, torch.Tensor]], None] | None = None,
 ) -> list[dict[str, float]]:
     """Update K policies (same structure, equally long batches) at once; one stats dict per
-    policy: the mean of ``stat_names``, ``grad_norm`` and ``num_sgd_updates``, as ``minibatch_sgd``."""
+    policy: the mean of ``stat_names``, ``grad_norm`` and ``num_sgd_updates``, as ``minibatch_sgd``.
+
+    ``prepare(t)``, when given, edits the ``[K, N, ...]`` columns once before the epochs,
+    outside ``vmap`` (what ``learn`` computes once per batch: input features, an auxiliary
+    loss's targets; a plug-in's C++ reading runs there, not under ``vmap``)."""
     n_rows = len(batches[0])
     if any(len(b) != n_rows for b in batches):
         raise ValueError(f"stacked {name} needs equally long batches, got {[len(b) for b in batches]}")
     stack = StackedModels([s.model for s in states], [s.trainable_optimizer for s in states])
     device = stack.flat.device
     t = stack_columns(batches, columns, device)
+    if prepare is not None:
+        prepare(t)
     members = torch.arange(len(states), device=device).unsqueeze(1)
     sums = torch.zeros(len(states), len(stat_names) + 1, device=device)
     n_updates = 0
