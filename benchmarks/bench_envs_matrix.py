@@ -1,124 +1,204 @@
-"""One short training run per env family (issue 15), each beside a random-play baseline.
+"""Every shipped env file, experiment file and README example through ``league-train`` (issue 38).
 
-For every family: env steps/s and the success figure after a fixed wall-clock budget of
-``league-train``'s code path (``run_job``: the config the CLI builds, in-process samplers),
-and, in the same process, the same env played by uniform-random policies for
-``--baseline-s`` seconds (env steps/s and each group's mean return). The success figure is
-the metric the run reports (``eval.metric``: win rate against random, or mean return for
-co-op and single-agent envs), plus each policy's evaluation mean return per iteration
-(simple_tag: predator and prey returns over time).
+Each entry is run as a user runs it: ``python -m league.cli.train <overrides>
+stop.time_s=<budget> logging=quiet`` in a subprocess (Ray, samplers and evaluation as
+configured), with ``<budget>`` the file's documented ``stop.time_s`` capped at ``--budget-s``
+so that the whole matrix is feasible. Beside it, in this process just before, the same env
+(the composed config's ``env.name`` and ``env.kwargs``) is stepped by uniformly random legal
+actions in one process for ``--raw-s`` seconds: the raw single-process env speed the run is
+judged against. One JSON line per entry:
+
+* ``exit_code``, ``wall_s`` (process start to exit) and ``overrun_s`` (``wall_s`` past the budget);
+* ``env_steps_per_s`` (the run's summary: env steps over the whole run, start-up included),
+  ``raw_env_steps_per_s`` and their ratio ``vs_raw``;
+* ``training_episodes`` (finished training episodes) and ``evaluations`` (rounds with a figure);
+* ``headline``: the run's final headline (metric, game shape, opponent, value, best, per side);
+* ``first_quarter`` / ``last_quarter``: the mean headline value (and each side's) over the first
+  and the last quarter of the run's evaluations (each evaluation counted once: consecutive
+  metrics rows repeating the same figures are one), and ``improved``: last above first (for a
+  return or win rate, higher is better);
+* ``warnings``: the run's UserWarning lines (what the config check changed), shortened.
 
 Usage::
 
-    python benchmarks/bench_envs_matrix.py --budget-s 60            # every family
-    python benchmarks/bench_envs_matrix.py --only simple_tag cartpole
+    python benchmarks/bench_envs_matrix.py --list
+    python benchmarks/bench_envs_matrix.py --budget-s 120                   # everything (~1.5 h)
+    python benchmarks/bench_envs_matrix.py --only env:pistonball experiment:multiwalker_ppo
 
-Prints one JSON object per family. Speeds depend on what else the machine runs.
+Speeds depend on what else the machine runs (``load_avg_1m`` is printed); compare a run only
+with the raw speed measured beside it.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
-import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from league.cli.train import run_job
-from league.envs import make_env
+ROOT = Path(__file__).resolve().parent.parent
 
-#: family -> (env section, extra config sections). Small samplers: 2 cores, short budgets.
-FAMILIES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
-    "simple_tag": ({"name": "mpe2.simple_tag_v3", "kwargs": {"max_cycles": 25}}, {"league": {"snapshot_steps": 20_000}}),
-    "simple_spread": ({"name": "mpe2.simple_spread_v3", "kwargs": {"max_cycles": 25}, "groups": {"team": ["*"]}}, {}),
-    "texas_holdem_3p": ({"name": "texas_holdem", "kwargs": {"num_players": 3}}, {"league": {"snapshot_steps": 20_000}}),
-    "pong_ram": ({"name": "pettingzoo.atari.pong_v3", "kwargs": {"obs_type": "ram", "max_cycles": 400}}, {}),
-    "pistonball": (
-        {"name": "pettingzoo.butterfly.pistonball_v6", "groups": {"team": ["*"]},
-         "kwargs": {"continuous": False, "max_cycles": 125, "preprocess": {"grayscale": True, "resize": [48, 48], "frame_stack": 2}}},
-        # 20 agents per env step and an unstrided conv: short iterations keep the budget honest.
-        {"sampler": {"num_envs": 4, "fragment_length": 32}, "iteration": {"min_env_steps": 256},
-         "algo": {"name": "ppo", "params": {"train_batch_size": 2560, "minibatch_size": 640}}},
-    ),
-    "cartpole": ({"name": "cartpole"}, {}),
+#: The README's examples ("Any environment", "Sides and teams", "Images"), as league-train's argv.
+README_EXAMPLES: dict[str, list[str]] = {
+    "readme:texas_holdem_3p": ["env.name=pettingzoo.classic.texas_holdem_v4", "+env.kwargs.num_players=3"],
+    "readme:openspiel_liars_dice": ["env.name=openspiel:liars_dice"],
+    "readme:acrobot_return_stop": ["env.name=gymnasium:Acrobot-v1", "+stop.return_mean=-100"],
+    "readme:simple_tag_ppo_vs_dqn": [
+        "env=simple_tag", "+policies={hunters: {algo: ppo, group: predator}, prey: {algo: dqn, group: prey}}",
+    ],
+    "readme:simple_spread_by_name": ["env.name=mpe2.simple_spread_v3", "+env.groups={team: [\"*\"]}"],
+    "readme:texas_holdem_no_random": ["env=texas_holdem", "league.fixed_opponents.random=0"],
+    "readme:tictactoe": ["env=tictactoe"],
 }
 
 
-def run_family(name: str, budget_s: float) -> dict[str, Any]:
-    """A training run of ``budget_s`` seconds on family ``name``; returns its figures."""
-    env, extra = FAMILIES[name]
-    values: dict[str, Any] = {
-        "env": env,
-        "algo": {"name": "ppo", "params": {"train_batch_size": 2000, "minibatch_size": 500, "num_epochs": 4}},
-        "sampler": {"num_samplers": 1, "num_envs": 16, "fragment_length": 32, "remote": False},
-        "league": {"fixed_opponents": {"random": 0.2}},
-        "iteration": {"min_env_steps": 2000},
-        "eval": {"interval": 2, "episodes": 16},
-        "stop": {"time_s": budget_s, "env_steps": 0, "iterations": 0},
-        "checkpoint": {"interval": 0},
-        "logging": {"tensorboard": False, "progress": False},
-        "verbose": False,
-    }
-    for key, value in extra.items():
-        values[key] = {**values.get(key, {}), **value}
-    with tempfile.TemporaryDirectory() as run_dir, warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        summary = run_job(values, run_dir)
-        rows = [json.loads(line) for line in (Path(run_dir) / "metrics.jsonl").read_text().splitlines()]
-    curve: list[tuple[int, dict[str, float]]] = []
-    for r in rows:  # a row repeats the latest evaluation until the next one: keep each once
-        if r.get("eval_return_mean") and (not curve or curve[-1][1] != r["eval_return_mean"]):
-            curve.append((r["env_steps"], r["eval_return_mean"]))
-    return {
-        "env_steps": summary["env_steps"],
-        "env_steps_per_s": summary["env_steps_per_s"],
-        "metric": summary["metric"],
-        "final_metric": summary["final_metric"],
-        "win_rate_vs_random": summary["win_rates_vs_random"],
-        "eval_return_mean": summary["eval_return_mean"],
-        "return_curve": curve,
-    }
+def entries() -> dict[str, list[str]]:
+    """Every entry: each file of configs/env/ (but ``plain``, the empty base) as ``env=<file>``,
+    each of configs/experiment/ as ``+experiment=<file>``, then the README's examples."""
+    found: dict[str, list[str]] = {}
+    for path in sorted((ROOT / "configs" / "env").glob("*.yaml")):
+        if path.stem != "plain":
+            found[f"env:{path.stem}"] = [f"env={path.stem}"]
+    for path in sorted((ROOT / "configs" / "experiment").glob("*.yaml")):
+        found[f"experiment:{path.stem}"] = [f"+experiment={path.stem}"]
+    found.update(README_EXAMPLES)
+    return found
 
 
-def random_baseline(name: str, seconds: float) -> dict[str, Any]:
-    """Uniform-random play of family ``name`` for ``seconds``: env steps/s, mean return per agent prefix."""
-    env_cfg, _ = FAMILIES[name]
-    env = make_env(env_cfg["name"], **env_cfg.get("kwargs", {}))
-    rng = np.random.default_rng(0)
-    returns: dict[str, list[float]] = {}
-    steps, t0 = 0, time.perf_counter()
+def raw_speed(name: str, kwargs: dict[str, Any], seconds: float) -> float:
+    """Env steps a second of env ``name`` stepped by uniformly random legal actions in this process."""
+    from league.envs import make_env
+    from league.policy import RandomPolicy
+
+    env = make_env(name, **kwargs)
     try:
+        specs = {a: env.spec(a) for a in env.possible_agents}
+        players = {
+            a: RandomPolicy(seed=i, action_bounds=(s.action_low, s.action_high) if s.continuous else None, action_nvec=s.action_nvec)
+            for i, (a, s) in enumerate(specs.items())
+        }
+        ts, steps, t0 = env.reset(seed=0), 0, time.perf_counter()
         while time.perf_counter() - t0 < seconds:
-            ts, total = env.reset(seed=int(rng.integers(2**31))), {}
-            while not ts.done:
-                acts = {a: int(rng.choice(np.flatnonzero(m))) for a, m in ts.masks.items()}
-                ts = env.step(acts)
-                steps += 1
-                for a, r in ts.rewards.items():
-                    total[a] = total.get(a, 0.0) + r
-            for a, r in total.items():
-                returns.setdefault(a.rstrip("0123456789").rstrip("_"), []).append(r)
+            actions: dict[str, Any] = {}
+            for agent, obs in ts.obs.items():
+                spec = specs[agent]
+                action = players[agent].compute_actions(obs[None], ts.masks[agent][None])["actions"][0]
+                actions[agent] = action if spec.continuous or spec.action_nvec is not None else int(action)
+            ts = env.step(actions)
+            steps += 1
+            if ts.done:
+                ts = env.reset()
+        return steps / (time.perf_counter() - t0)
     finally:
         env.close()
-    elapsed = time.perf_counter() - t0
-    return {"env_steps_per_s": round(steps / elapsed, 1), "mean_return": {k: round(float(np.mean(v)), 3) for k, v in returns.items()}}
+
+
+def evaluations(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The run's evaluations, each once: the headline of every row whose figures differ from the row before."""
+    seen: list[dict[str, Any]] = []
+    for row in rows:
+        head = row.get("headline") or {}
+        if head.get("value") is None:
+            continue
+        key = {"value": head["value"], "sides": head.get("sides", {})}
+        if not seen or seen[-1] != key:
+            seen.append(key)
+    return seen
+
+
+def quarter(evals: list[dict[str, Any]], last: bool) -> dict[str, Any] | None:
+    """The mean headline value and each side's over the first (or last) quarter of ``evals``."""
+    if not evals:
+        return None
+    n = max(1, len(evals) // 4)
+    part = evals[-n:] if last else evals[:n]
+    sides: dict[str, list[float]] = {}
+    for e in part:
+        for side, value in (e["sides"] or {}).items():
+            if isinstance(value, (int, float)):
+                sides.setdefault(side, []).append(float(value))
+    return {"value": round(statistics.fmean(float(e["value"]) for e in part), 4), "evaluations": len(part),
+            "sides": {s: round(statistics.fmean(v), 4) for s, v in sides.items()}}  # fmt: skip
+
+
+def run_entry(label: str, overrides: list[str], cap_s: float, raw_s: float, keep: Path | None = None) -> dict[str, Any]:
+    """One entry: raw env speed, then ``league-train`` for its budget; returns its JSON line."""
+    from league.cli.train import composed_values
+
+    values = composed_values(overrides)
+    documented = float(values["stop"]["time_s"] or 0.0)
+    budget = min(documented, cap_s) if documented else cap_s
+    row: dict[str, Any] = {"entry": label, "overrides": overrides, "documented_s": documented, "budget_s": budget}
+    try:
+        row["raw_env_steps_per_s"] = round(raw_speed(values["env"]["name"], dict(values["env"]["kwargs"] or {}), raw_s), 1)
+    except Exception as err:  # noqa: BLE001 - the run below says what is wrong with the env
+        row["raw_env_steps_per_s"], row["raw_error"] = None, f"{type(err).__name__}: {str(err)[:200]}"
+    with tempfile.TemporaryDirectory() as tmp:
+        run_dir = keep / label.replace(":", "_") if keep else Path(tmp) / "run"
+        argv = [sys.executable, "-m", "league.cli.train", *overrides, f"stop.time_s={budget:g}", "logging=quiet",
+                f"hydra.run.dir={run_dir}"]  # fmt: skip
+        t0 = time.perf_counter()
+        try:
+            out = subprocess.run(argv, capture_output=True, text=True, timeout=budget + 300, cwd=ROOT)
+            code, stderr = out.returncode, out.stderr
+        except subprocess.TimeoutExpired as err:
+            code, stderr = None, (err.stderr or b"").decode() if isinstance(err.stderr, bytes) else (err.stderr or "")
+        wall = time.perf_counter() - t0
+        row.update(exit_code=code, wall_s=round(wall, 1), overrun_s=round(wall - budget, 1))
+        summary_path, metrics_path = run_dir / "summary.json", run_dir / "metrics.jsonl"
+        summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
+        rows = [json.loads(line) for line in metrics_path.read_text().splitlines()] if metrics_path.exists() else []
+    row["warnings"] = sorted({m[:160] for m in re.findall(r"UserWarning: (.*)", stderr)})
+    if code != 0:
+        row["error"] = stderr.strip()[-600:]
+    steps_s = summary.get("env_steps_per_s")
+    raw = row["raw_env_steps_per_s"]
+    evals = evaluations(rows)
+    first, last = quarter(evals, last=False), quarter(evals, last=True)
+    row.update(
+        env_steps=summary.get("env_steps"), env_steps_per_s=steps_s,
+        vs_raw=round(steps_s / raw, 2) if steps_s and raw else None,
+        training_episodes=sum(int(r.get("episodes") or 0) for r in rows), evaluations=len(evals),
+        headline=summary.get("headline"), first_quarter=first, last_quarter=last,
+        improved=None if first is None or last is None or len(evals) < 2 else last["value"] > first["value"],
+    )  # fmt: skip
+    return row
 
 
 def main() -> None:
     """Run the matrix (see the module docstring)."""
+    known = entries()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--budget-s", type=float, default=60.0, help="training wall-clock seconds per family")
-    parser.add_argument("--baseline-s", type=float, default=10.0, help="random-play seconds per family")
-    parser.add_argument("--only", nargs="*", default=list(FAMILIES), choices=list(FAMILIES))
+    parser.add_argument("--budget-s", type=float, default=120.0, help="cap on each entry's stop.time_s (its file's, else this)")
+    parser.add_argument("--raw-s", type=float, default=8.0, help="seconds of random play per entry (the raw env speed)")
+    parser.add_argument("--only", nargs="*", default=None, help=f"entries to run (default: all); known: {', '.join(known)}")
+    parser.add_argument("--extra", nargs="*", default=[], help="overrides added to every entry (an A/B of a setting)")
+    parser.add_argument("--runs-dir", type=Path, default=None, help="keep each run's directory here (default: deleted)")
+    parser.add_argument("--list", action="store_true", help="print the entries and their overrides, run nothing")
     args = parser.parse_args()
-    for name in args.only:
-        row = {"family": name, "random": random_baseline(name, args.baseline_s), **run_family(name, args.budget_s)}
+    unknown = sorted(set(args.only or ()) - set(known))
+    if unknown:
+        parser.error(f"unknown entries {unknown}; known: {', '.join(known)}")
+    chosen = {k: v for k, v in known.items() if args.only is None or k in args.only}
+    if args.list:
+        for label, overrides in chosen.items():
+            print(json.dumps({"entry": label, "overrides": overrides}))
+        return
+    for label, overrides in chosen.items():
+        row = run_entry(label, [*overrides, *args.extra], args.budget_s, args.raw_s, args.runs_dir)
+        row.update(cores=os.cpu_count(), load_avg_1m=round(os.getloadavg()[0], 2), niceness=os.nice(0))
         print(json.dumps(row), flush=True)
 
 
 if __name__ == "__main__":
+    np.seterr(all="ignore")
     main()

@@ -116,7 +116,7 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
     try:
         specs = {agent: env.spec(agent) for agent in env.possible_agents}
         check_openings(cfg, env)
-        step_s = probe_env(cfg, env, specs)  # a kwarg the constructor only stores fails at the first reset or step
+        step_s, acting = probe_env(cfg, env, specs)  # a kwarg the constructor only stores fails at the first reset or step
         episode_limit = env.episode_limit()
         if resolve_backend(cfg.env.name, cfg.env.backend, cfg.env.kwargs) == "cpp":
             step_s = 0.0  # the probe stepped the PettingZoo game; the samplers step the C++ one, far faster: nothing to size
@@ -126,7 +126,15 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
 
     group_specs = resolve_env_groups(cfg, specs)
     bound_fragment_memory(cfg, specs)
-    fit_time_budget(cfg, step_s, episode_limit)  # and fragments (bound_fragment_time)
+    from league.envs.groups import resolve_groups
+
+    # About the fewest rows an env step gives a learning policy: its group's seats, else the seats
+    # acting at once that self-play gives it (at least one: a turn, or its own seat).
+    if group_specs:
+        rows_per_step = min((len(m) for m in resolve_groups(cfg.env.groups, specs, cfg.env.name).values()), default=1)
+    else:
+        rows_per_step = max(1, int(acting * min(1.0, cfg.league.self_play_prob)))
+    fit_time_budget(cfg, step_s, episode_limit, rows_per_step)  # and fragments (bound_fragment_time)
     spec = next(iter(specs.values()))
     specs_met = list(group_specs.values()) or [spec]  # what the algorithm's policies will see
     check_symmetry(cfg, specs_met)

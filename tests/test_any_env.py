@@ -26,7 +26,8 @@ from league.policy import RandomPolicyFactory
 from league.sampling import FixedMatchups, Sampler
 
 ENV_FILES = sorted(p.stem for p in (Path(config_dir()) / "env").glob("*.yaml"))
-NEEDS = {"simple_tag": "mpe2", "simple_adversary": "mpe2", "simple_push": "mpe2", "simple_speaker_listener": "mpe2", "simple_spread": "mpe2", "pong": "multi_agent_ale_py", "pistonball": "pymunk"}
+NEEDS = {"simple_tag": "mpe2", "simple_adversary": "mpe2", "simple_push": "mpe2", "simple_speaker_listener": "mpe2", "simple_spread": "mpe2", "pong": "multi_agent_ale_py", "pistonball": "pymunk",
+         "cooperative_pong": "supersuit", "pursuit": "pygame"}
 
 
 @pytest.mark.parametrize("name", ENV_FILES)

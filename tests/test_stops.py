@@ -254,3 +254,27 @@ def test_episode_limits_of_the_adapters():
     pytest.importorskip("pymunk")  # pistonball: a parallel env's cycle is a step, an AEC env's one move per piston
     assert make_env("pettingzoo.butterfly.pistonball_v6", max_cycles=30).episode_limit() == 30
     assert make_env("pettingzoo.butterfly.pistonball_v6", max_cycles=30, api="aec").episode_limit() == 30 * 20
+
+
+@pytest.mark.slow
+def test_shipped_pistonball_finishes_and_evaluates_episodes_in_a_short_run(tmp_path):
+    # env=pistonball as shipped (20 pistons, 48x48x2 frames, ~15-30 ms a step, 125-step
+    # episodes) on a 90 s budget: the config check sizes copies, iterations and rounds to it, so
+    # training episodes end, a round is evaluated, and the process ends within seconds of it.
+    pytest.importorskip("supersuit")
+    pytest.importorskip("pymunk")
+    budget = 90
+    t0 = time.perf_counter()
+    out = subprocess.run(
+        [sys.executable, "-m", "league.cli.train", "env=pistonball", f"stop.time_s={budget}", "logging=quiet",
+         f"hydra.run.dir={tmp_path / 'run'}"],
+        capture_output=True, text=True, timeout=budget + 180,
+    )  # fmt: skip
+    wall = time.perf_counter() - t0
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "sampler.num_envs 32 -> " in out.stderr, "the copies were sized to the budget"
+    rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert sum(r["episodes"] for r in rows) > 0, "training episodes ended"
+    assert summary["headline"]["value"] is not None, "an evaluation round played whole episodes"
+    assert wall <= budget + 15, f"league-train stop.time_s={budget} ran {wall:.1f} s"

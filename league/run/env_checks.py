@@ -34,9 +34,12 @@ FRAGMENT_SHARE, MIN_FRAGMENT_S = 0.05, 2.0
 #: copy of a sampler ends its first episode of the env's longest length, the first evaluation
 #: round starts (eval.interval iterations), and one evaluation round's env steps are played.
 EPISODE_SHARE, FIRST_EVAL_SHARE, EVAL_ROUND_SHARE = 0.2, 0.2, 0.1
+#: Algorithms whose training step waits for a batch of train_batch_size fresh rows (DQN's and
+#: SAC's train_batch_size is a replay sample).
+ROLLOUT_ALGORITHMS = ("ppo", "a2c", "impala", "appo")
 
 
-def fit_time_budget(cfg: RunConfig, step_s: float, episode_limit: int | None) -> None:
+def fit_time_budget(cfg: RunConfig, step_s: float, episode_limit: int | None, rows_per_step: int = 1) -> None:
     """Size a run with ``stop.time_s`` so that its episodes end, and are evaluated, within it, at
     ``step_s`` seconds an env step (the probe's; times 2 for the samplers and the learner sharing
     cores, the samplers stepping side by side on their own cores), with one warning naming every
@@ -51,8 +54,13 @@ def fit_time_budget(cfg: RunConfig, step_s: float, episode_limit: int | None) ->
     * ``iteration.min_env_steps`` until ``eval.interval`` iterations take :data:`FIRST_EVAL_SHARE`
       of the budget, in whole rounds of fragments (an iteration ends only between them);
     * ``eval.env_steps`` (0, unbounded, is left) until a round's games take :data:`EVAL_ROUND_SHARE`
-      of it, at least one whole episode per sampler.
+      of it, at least one whole episode per sampler;
+    * ``algo.params.train_batch_size`` of a rollout algorithm (PPO, A2C, IMPALA/APPO; with its
+      ``minibatch_size``) until one batch fills as fast as a fragment may take: a training step
+      waits for a whole batch, and the run stops only between them (cooperative pong, one paddle
+      a group, filled 4000 rows in 30 s and overran a 120 s budget by that).
 
+    ``rows_per_step``: the fewest rows an env step gives a learning policy (its group's seats).
     Fast envs are left as they are: the bounds are far above their sizes."""
     budget = cfg.stop.time_s
     if not budget or step_s <= 0:
@@ -80,6 +88,17 @@ def fit_time_budget(cfg: RunConfig, step_s: float, episode_limit: int | None) ->
         if round_steps < cfg.eval.env_steps:  # 0: unbounded by choice (rounds still end with the time budget)
             changes.append(f"eval.env_steps {cfg.eval.env_steps} -> {round_steps}")
             cfg.eval.env_steps = round_steps
+    params = cfg.algo.params
+    batch = params.get("train_batch_size")
+    if cfg.algo.name in ROLLOUT_ALGORITHMS and isinstance(batch, int) and not isinstance(batch, bool):
+        rows = max(1, int(max(MIN_FRAGMENT_S, FRAGMENT_SHARE * budget) * rate) * max(1, rows_per_step))
+        if rows < batch:
+            changes.append(f"algo.params.train_batch_size {batch} -> {rows}")
+            params["train_batch_size"] = rows
+            minibatch = params.get("minibatch_size")
+            if isinstance(minibatch, int) and not isinstance(minibatch, bool) and minibatch > rows:
+                changes.append(f"algo.params.minibatch_size {minibatch} -> {rows}")
+                params["minibatch_size"] = rows
     if changes:
         warnings.warn(
             f"{'; '.join(changes)}: env '{cfg.env.name}' takes about {1000 * step_s:.1f} ms a step (the config check's probe), "
@@ -233,12 +252,13 @@ def check_symmetry(cfg: RunConfig, specs: Iterable[Any]) -> None:
         cfg.algo.params["model_kwargs"] = {k: v for k, v in kwargs.items() if k != "symmetry"}
 
 
-def probe_env(cfg: RunConfig, env: MultiAgentEnv, specs: Mapping[str, Any]) -> float:
+def probe_env(cfg: RunConfig, env: MultiAgentEnv, specs: Mapping[str, Any]) -> tuple[float, int]:
     """Reset ``env`` and step it with uniformly random legal actions (a few steps, at most about
     :data:`PROBE_S` seconds), so that a kwarg the constructor stores without looking at
     (``env.kwargs.max_cycles=abc``) fails here, before Ray starts, and not in a sampler later: a
     ``TypeError``/``ValueError`` becomes a ``ValueError`` naming ``env.kwargs`` and the values its
-    message points at. Returns the seconds a step took (what :func:`bound_fragment_time` reads)."""
+    message points at. Returns the seconds a step took (what :func:`fit_time_budget` reads) and
+    how many agents acted at the first step (all of a parallel env's, one of a turn-based game's)."""
     from league.policy import RandomPolicy
 
     policies = {}
@@ -247,6 +267,7 @@ def probe_env(cfg: RunConfig, env: MultiAgentEnv, specs: Mapping[str, Any]) -> f
         policies[agent] = RandomPolicy(seed=0, action_bounds=bounds, action_nvec=spec.action_nvec)
     try:
         step = env.reset(seed=0)
+        acting = len(step.obs)
         t0, steps = time.perf_counter(), 0
         while steps < PROBE_STEPS and (steps == 0 or time.perf_counter() - t0 < PROBE_S):
             actions: dict[str, Any] = {}
@@ -260,7 +281,7 @@ def probe_env(cfg: RunConfig, env: MultiAgentEnv, specs: Mapping[str, Any]) -> f
             steps += 1
             if step.done:
                 step = env.reset()
-        return (time.perf_counter() - t0) / max(steps, 1)
+        return (time.perf_counter() - t0) / max(steps, 1), acting
     except (TypeError, ValueError, RuntimeError) as err:
         cause: BaseException | None = err  # the adapters wrap an env's own error in a RuntimeError naming the env
         while cause is not None and not isinstance(cause, (TypeError, ValueError)):
