@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -142,6 +143,8 @@ def measure(k: int, model: str, device: str, args: argparse.Namespace) -> dict[s
         "device": torch.cuda.get_device_name() if device.startswith("cuda") else f"cpu x{torch.get_num_threads()} threads",
         "model": model,
         "K": k,
+        "cores": os.cpu_count(),
+        "load_avg_1m": round(os.getloadavg()[0], 2),  # other processes on the machine: read the figures by it
         "rows_per_policy": args.rows,
         "sgd_steps_per_update": steps,
         "repeats": args.repeats,

@@ -7,8 +7,8 @@ One :meth:`Learner.learn_on_batch` updates every trainable policy in the batch:
   ``learn_stacked(states, batches)``), with models of one structure, plain Adam and
   equally long batches, are updated together as one vmapped model (one kernel per op
   for all of them; see :mod:`league.learn.stacking`) — on by default here: it saves
-  kernel launches and syncs on CUDA, and on CPU it speeds up small MLPs and is neutral
-  for convs (``benchmarks/bench_learner.py``). ``league-train`` reaches it with
+  kernel launches and syncs on CUDA; on CPU it speeds up small MLPs, the plain board conv
+  little (1.3x at K=16), and slows the default job's model (0.7x; ``benchmarks/bench_learner.py``). ``league-train`` reaches it with
   ``learner.stack_same_shaped=true`` (off by default there): its plan then hands the
   learner, in one call, the same-config PPO policies whose batches fill after the same
   rollout (:func:`league.algos.compose.build_multi_policy_plan`); each stacked policy's

@@ -72,8 +72,8 @@ class LearnerConfig:
     assignment: Any = "auto"  # "auto" (balanced by size) or {policy_id: learner index}
     # Same-config PPO policies (an AlphaStar league's main and exploiters) share one plan
     # fragment, and those whose batches fill after the same rollout are updated as one
-    # vmapped model (algos/compose.py; counted as num_stacked_updates). Off: on this CPU it
-    # is no faster (benchmarks/README.md, bench_learner.py); meant for a GPU learner.
+    # vmapped model (algos/compose.py; counted as num_stacked_updates). Off: on this CPU the
+    # default job's model updates 0.7x as fast stacked (benchmarks/README.md); meant for GPUs.
     stack_same_shaped: bool = False
     # A learner actor that dies: "restore" its policies from the last checkpoint, or "stop".
     on_failure: str = "restore"
