@@ -278,3 +278,20 @@ def test_shipped_pistonball_finishes_and_evaluates_episodes_in_a_short_run(tmp_p
     assert sum(r["episodes"] for r in rows) > 0, "training episodes ended"
     assert summary["headline"]["value"] is not None, "an evaluation round played whole episodes"
     assert wall <= budget + 15, f"league-train stop.time_s={budget} ran {wall:.1f} s"
+
+
+def test_the_time_budget_is_spent_once_less_than_half_a_training_step_is_left():
+    # A training step waits for a whole batch (seconds on an image env): with 1 s of a 10 s
+    # budget left, a 3 s step would end 2 s late, so the run stops now (0.5 s early at most
+    # for a 1 s step would still be late: it goes on).
+    from league.config import StopConfig
+    from league.run.budget import Budget
+    from league.run.evaluation import EvaluationRounds
+    from league.run.records import RunClock
+
+    budget = Budget(StopConfig(env_steps=0, iterations=0, time_s=10.0, win_rate=0.0), start=time.perf_counter() - 9.0)
+    clock, rounds = RunClock(), EvaluationRounds("random", 4)
+    budget.step_s = 1.0
+    assert not budget.reached(clock, rounds) and not budget.past_deadline(budget.step_s / 2)
+    budget.step_s = 3.0
+    assert budget.reached(clock, rounds) and budget.past_deadline(budget.step_s / 2)

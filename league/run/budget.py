@@ -29,6 +29,10 @@ class Budget:
     stop: StopConfig
     start: float = field(default_factory=time.perf_counter)
     _asked: bool = field(default=False, init=False, repr=False)  # whether reached() was asked yet
+    #: How long the latest training step (a plan item: a whole batch sampled and learned) took:
+    #: the time budget counts as spent once less than half of that is left, so that the run's
+    #: end falls within half a step of stop.time_s, before or after (a pistonball step takes seconds).
+    step_s: float = field(default=0.0, init=False, repr=False)
 
     @staticmethod
     def stop_for(
@@ -66,14 +70,15 @@ class Budget:
         """Seconds of the time budget left after ``spent`` seconds; None without one."""
         return self.stop.time_s - spent if self.stop.time_s else None
 
-    def past_deadline(self) -> bool:
-        """Whether the time budget has run out (never without one)."""
+    def past_deadline(self, margin_s: float = 0.0) -> bool:
+        """Whether the time budget has run out, or has less than ``margin_s`` left (never without one)."""
         deadline = self.deadline
-        return deadline is not None and time.perf_counter() >= deadline
+        return deadline is not None and time.perf_counter() + margin_s >= deadline
 
     def reached(self, clock: RunClock, evaluation: EvaluationRounds) -> bool:
-        """Whether any stop criterion is met now (:func:`~league.run.records.stop_reached`); the
-        first time, a warning if the time budget went to the setup before any iteration."""
+        """Whether any stop criterion is met now (:func:`~league.run.records.stop_reached`; the time
+        budget once less than half a training step, :attr:`step_s`, is left); the first time, a
+        warning if the time budget went to the setup before any iteration."""
         elapsed = self.elapsed()
         if not self._asked and self.stop.time_s and elapsed >= self.stop.time_s:
             warnings.warn(
@@ -83,4 +88,4 @@ class Budget:
                 stacklevel=2,
             )
         self._asked = True
-        return stop_reached(self.stop, clock, elapsed, evaluation.win_rates, evaluation.returns)
+        return stop_reached(self.stop, clock, elapsed + self.step_s / 2, evaluation.win_rates, evaluation.returns)

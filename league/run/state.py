@@ -134,12 +134,14 @@ class Run:
         t0, start, minimum = time.perf_counter(), self.clock.env_steps, self.cfg.iteration
         items = 0
         while True:
+            t_item = time.perf_counter()
             next(self.plan)
+            budget.step_s = time.perf_counter() - t_item
             items += 1
             self.clock.env_steps = int(self.plan.metrics.counters.get(NUM_ENV_STEPS_SAMPLED, self.clock.env_steps))
             if self.clock.env_steps - start >= minimum.min_env_steps and time.perf_counter() - t0 >= minimum.min_time_s:
                 return items
-            if budget.past_deadline():
+            if budget.past_deadline(budget.step_s / 2):
                 return items
 
     def rebuild_plan(self) -> None:
