@@ -134,7 +134,7 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
         rows_per_step = min((len(m) for m in resolve_groups(cfg.env.groups, specs, cfg.env.name).values()), default=1)
     else:
         rows_per_step = max(1, int(acting * min(1.0, cfg.league.self_play_prob)))
-    fit_time_budget(cfg, step_s, episode_limit, rows_per_step)  # and fragments (bound_fragment_time)
+    fit_time_budget(cfg, step_s, episode_limit, rows_per_step, sides=max(1, len(group_specs)))  # and fragments (bound_fragment_time)
     spec = next(iter(specs.values()))
     specs_met = list(group_specs.values()) or [spec]  # what the algorithm's policies will see
     check_symmetry(cfg, specs_met)

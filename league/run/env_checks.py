@@ -39,7 +39,7 @@ EPISODE_SHARE, FIRST_EVAL_SHARE, EVAL_ROUND_SHARE = 0.2, 0.2, 0.1
 ROLLOUT_ALGORITHMS = ("ppo", "a2c", "impala", "appo")
 
 
-def fit_time_budget(cfg: RunConfig, step_s: float, episode_limit: int | None, rows_per_step: int = 1) -> None:
+def fit_time_budget(cfg: RunConfig, step_s: float, episode_limit: int | None, rows_per_step: int = 1, sides: int = 1) -> None:
     """Size a run with ``stop.time_s`` so that its episodes end, and are evaluated, within it, at
     ``step_s`` seconds an env step (the probe's; times 2 for the samplers and the learner sharing
     cores, the samplers stepping side by side on their own cores), with one warning naming every
@@ -53,8 +53,9 @@ def fit_time_budget(cfg: RunConfig, step_s: float, episode_limit: int | None, ro
     * then fragments as :func:`bound_fragment_time` says;
     * ``iteration.min_env_steps`` until ``eval.interval`` iterations take :data:`FIRST_EVAL_SHARE`
       of the budget, in whole rounds of fragments (an iteration ends only between them);
-    * ``eval.env_steps`` (0, unbounded, is left) until a round's games take :data:`EVAL_ROUND_SHARE`
-      of it, at least one whole episode per sampler;
+    * ``eval.env_steps`` (0, unbounded, is left) until a round's games, ``eval.env_steps`` for each
+      of the ``sides`` learning and each opponent, take :data:`EVAL_ROUND_SHARE` of it, at least
+      one whole episode per sampler;
     * ``algo.params.train_batch_size`` of a rollout algorithm (PPO, A2C, IMPALA/APPO; with its
       ``minibatch_size``) until one batch fills as fast as a fragment may take: a training step
       waits for a whole batch, and the run stops only between them (cooperative pong, one paddle
@@ -82,7 +83,9 @@ def fit_time_budget(cfg: RunConfig, step_s: float, episode_limit: int | None, ro
         if steps < cfg.iteration.min_env_steps:
             changes.append(f"iteration.min_env_steps {cfg.iteration.min_env_steps} -> {steps} (eval.interval={cfg.eval.interval})")
             cfg.iteration.min_env_steps = steps
-        round_steps = max(1, int(EVAL_ROUND_SHARE * budget * rate))
+        # A round plays eval.env_steps per learning side and opponent (random, and the yardstick).
+        turns = max(1, sides) * (1 + (cfg.eval.yardstick is not None))
+        round_steps = max(1, int(EVAL_ROUND_SHARE * budget * rate / turns))
         if episode_limit:
             round_steps = max(round_steps, episode_limit * max(1, s.num_samplers))
         if round_steps < cfg.eval.env_steps:  # 0: unbounded by choice (rounds still end with the time budget)
