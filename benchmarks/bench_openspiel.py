@@ -27,7 +27,13 @@ measured in the same run, rounds alternating so a busy machine slows both alike)
   sampler's 12; on-policy PPO samples and learns in turn, so the update's time adds to the
   samplers'). The vectorized run gets the old path through a
   ``sitecustomize`` on ``PYTHONPATH`` (Ray's workers inherit it) that has
-  ``EnvFactory._openspiel_batched`` return None.
+  ``EnvFactory._openspiel_batched`` return None. ``cpu_us_per_env_step``: the CPU seconds
+  every process of the run spent (from ``/proc``, polled) per env step after the first
+  iteration; ``env_steps_per_2_cpu_s`` = 2 / that, what two fully used cores would train at
+  (a figure that depends less on other processes' load; bulk_sync's turns leave cores idle,
+  so a quiet machine does less); ``work_*``: the same counting only the driver (plan and
+  learner) and the sampler actors, not Ray's own services (whose CPU is per second, not per
+  step, so a run slowed by other load pays more of it per step).
 
 Usage: ``python benchmarks/bench_openspiel.py [--seconds 1.0] [--rounds 3] [--quick] [--train 60]``
 """
@@ -228,8 +234,57 @@ TRAINING_CONFIGS: tuple[tuple[str, ...], ...] = (
 )
 
 
+def _tree_cpu_s(root: int) -> dict[int, tuple[float, bool]]:
+    """By pid, the CPU seconds (user + system) so far of ``root`` and every process descended from
+    it (Linux /proc), and whether it does the run's work: the driver (plan and learner) or a
+    Ray sampler actor (``ray::Sampler...``), not Ray's own services."""
+    parents: dict[int, int] = {}
+    cpu: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        parents[int(entry)] = int(fields[1])
+        cpu[int(entry)] = (int(fields[11]) + int(fields[12])) / tick
+    tree, frontier = {root}, [root]
+    while frontier:
+        pid = frontier.pop()
+        for child, parent in parents.items():
+            if parent == pid and child not in tree:
+                tree.add(child)
+                frontier.append(child)
+    out = {}
+    for pid in tree:
+        if pid not in cpu:
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                name = f.read().split(b"\0")[0].decode(errors="replace")
+        except OSError:
+            name = ""
+        out[pid] = (cpu[pid], pid == root or name.startswith("ray::Sampler"))
+    return out
+
+
+def _metrics_steps(path: str) -> int:
+    """The env steps of a run's last metrics row (0 before the first)."""
+    try:
+        with open(path) as f:
+            lines = f.read().splitlines()
+        return int(json.loads(lines[-1])["env_steps"]) if lines else 0
+    except (OSError, ValueError, KeyError):
+        return 0
+
+
 def training(game: str, seconds: int, vectorized: bool, overrides: list[str]) -> dict[str, Any]:
-    """One ``league-train`` run on the game with an MLP, evaluation off; env steps/s."""
+    """One ``league-train`` run on the game with an MLP, evaluation off: env steps/s, and the CPU
+    seconds every process of the run (driver, learner, Ray and its samplers) spent per env step
+    after the first iteration (polled from /proc every half second)."""
     env = dict(os.environ)
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = os.path.join(tmp, "run")
@@ -242,15 +297,34 @@ def training(game: str, seconds: int, vectorized: bool, overrides: list[str]) ->
         kwargs = [f"+env.kwargs.{k}={v}" for k, v in _kwargs(game).items()]
         cmd = [sys.executable, "-m", "league.cli.train", f"env.name=openspiel:{game}", *kwargs, "algo.params.model=mlp",
                "eval.interval=0", f"stop.time_s={seconds}", "logging=quiet", f"hydra.run.dir={run_dir}", *overrides]
-        subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        with open(os.path.join(run_dir, "metrics.jsonl")) as f:
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        seen: dict[int, tuple[float, bool]] = {}  # pid -> its CPU seconds when last seen, whether a worker
+        polls: list[tuple[int, float, float]] = []  # (env steps logged, CPU s of the tree, of its workers)
+        metrics = os.path.join(run_dir, "metrics.jsonl")
+        while proc.poll() is None:
+            for pid, (cpu, work) in _tree_cpu_s(proc.pid).items():  # a worker stays one (Ray renames idle ones)
+                seen[pid] = (cpu, work or seen.get(pid, (0.0, False))[1])
+            polls.append((_metrics_steps(metrics), sum(c for c, _ in seen.values()), sum(c for c, w in seen.values() if w)))
+            time.sleep(0.5)
+        if proc.returncode:
+            raise subprocess.CalledProcessError(proc.returncode, cmd)
+        with open(metrics) as f:
             rows = [json.loads(line) for line in f]
     last, first = rows[-1], rows[0]
     steady = (last["env_steps"] - first["env_steps"]) / max(last["time_s"] - first["time_s"], 1e-9)
+    start = next((p for p in polls if p[0] > 0), None)
+    end = max(polls, default=None)
+    cpu_us = work_us = None
+    if start is not None and end is not None and end[0] > start[0]:
+        cpu_us = round((end[1] - start[1]) / (end[0] - start[0]) * 1e6, 1)
+        work_us = round((end[2] - start[2]) / (end[0] - start[0]) * 1e6, 1)
     return {"figure": "training", "game": game, "env": "vectorized" if vectorized else "batched",
             "overrides": " ".join(overrides) or "none (2 samplers x 32 envs x 64 steps, PPO 4 epochs)", "seconds": seconds,
             "env_steps": last["env_steps"], "env_steps_per_s": round(last["env_steps"] / last["time_s"]),
-            "steady_env_steps_per_s": round(steady), "target_env_steps_per_s": TARGET_TRAINING, **_context()}
+            "steady_env_steps_per_s": round(steady), "cpu_us_per_env_step": cpu_us,
+            "env_steps_per_2_cpu_s": None if not cpu_us else round(2e6 / cpu_us),
+            "work_cpu_us_per_env_step": work_us, "work_env_steps_per_2_cpu_s": None if not work_us else round(2e6 / work_us),
+            "target_env_steps_per_s": TARGET_TRAINING, **_context()}
 
 
 def main() -> None:
@@ -262,6 +336,8 @@ def main() -> None:
     parser.add_argument("--games", nargs="+", default=list(GAMES), choices=list(GAMES))
     parser.add_argument("--quick", action="store_true", help="hex only, short rounds (a smoke test)")
     parser.add_argument("--train", type=int, default=0, help="seconds per training run (0: no training figures)")
+    parser.add_argument("--train-configs", type=int, nargs="+", default=list(range(len(TRAINING_CONFIGS))),
+                        help="which of TRAINING_CONFIGS to run (indices)")
     args = parser.parse_args()
     games = ["hex"] if args.quick else args.games
     seconds, rounds = (0.2, 1) if args.quick else (args.seconds, args.rounds)
@@ -276,7 +352,7 @@ def main() -> None:
         for row in learner("hex", sampler_rows, seconds):
             print(json.dumps(row), flush=True)
     if args.train:
-        for overrides in TRAINING_CONFIGS:
+        for overrides in [TRAINING_CONFIGS[i] for i in args.train_configs]:
             for vectorized in (True, False):
                 print(json.dumps(training("hex", args.train, vectorized, list(overrides))), flush=True)
 
