@@ -10,7 +10,7 @@ starts (``env.opening_plies``, :mod:`league.envs.openings`). A sampler asks it f
 
 each the C++ game (:class:`~league.envs.boards.BoardBatchedEnv`) on ``backend="cpp"``, an OpenSpiel
 game's states stepped in one loop (:class:`~league.envs.openspiel_batched.OpenSpielBatchedEnv`,
-the same outputs as the next, 3-6x faster) where a copy is a plain
+the same outputs as the next, 3-7x the env steps/s: benchmarks/bench_openspiel.py) where a copy is a plain
 :class:`~league.envs.openspiel_env.OpenSpielEnv`, and N copies of the env behind
 :class:`~league.envs.batched.VectorizedEnv` otherwise.
 """
