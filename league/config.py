@@ -28,6 +28,7 @@ from league.run.schema import (
     SamplerConfig,
     StopConfig,
 )
+from league.search.alphazero import check_search_algorithms  # registers algo=alphazero in ALGORITHMS
 from league.typecheck import check_field_types
 
 __all__ = [
@@ -152,6 +153,11 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
         _check_algorithm(pc.algo, group_specs[pc.group] if pc.group else spec, pc.params)
         policies[pid] = pc
     cfg.policies = policies
+    # An algorithm that acts by search (alphazero) needs an env whose copies hand it game states.
+    searching = {f"policies.{pid}.algo": pc.algo for pid, pc in policies.items()}
+    if not policies or group_specs:
+        searching["algo.name"] = cfg.algo.name
+    check_search_algorithms(searching, cfg.env.name, cfg.env.kwargs, cfg.env.backend)
     if group_specs:
         _fill_group_policies(cfg)
     s = cfg.sampler

@@ -23,6 +23,7 @@ from league.batch import SampleBatch
 
 if TYPE_CHECKING:
     from league.envs.base import AgentSpec
+    from league.envs.batched import SimulatorStates
 
 __all__ = [
     "Policy",
@@ -68,6 +69,10 @@ class Policy(ABC):
 
     #: Whether samples produced by this policy may be trained on.
     learns: bool = False
+    #: Whether the policy acts from its env copies' game states (a search, e.g. AlphaZero's):
+    #: the sampler's runner then calls :meth:`compute_actions_at` with them; other policies
+    #: are called through :meth:`compute_actions` and nothing reads any state for them.
+    needs_states: bool = False
 
     @abstractmethod
     def compute_actions(
@@ -87,6 +92,14 @@ class Policy(ABC):
             is ``float32[B, D]`` inside the space's bounds and masks do not apply
             (the mask is all ones and is ignored).
         """
+
+    def compute_actions_at(
+        self, states: SimulatorStates, obs: np.ndarray, action_mask: np.ndarray, explore: bool = True
+    ) -> dict[str, np.ndarray]:
+        """Actions for a batch whose rows' game states are ``states`` (one per row, see
+        :meth:`~league.envs.batched.BatchedMultiAgentEnv.simulator_states`); what the runner
+        calls for a policy that :attr:`needs_states`. The default ignores them."""
+        return self.compute_actions(obs, action_mask, explore)
 
     def action_probabilities(self, obs: np.ndarray, action_mask: np.ndarray) -> np.ndarray:
         """The distribution ``compute_actions(obs, action_mask, explore=True)`` samples from.

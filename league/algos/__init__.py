@@ -37,6 +37,10 @@ ALGORITHMS: dict[str, type[Algorithm]] = {cls.name: cls for cls in (PPO, A2C, IM
 
 def make_algorithm(name: str, agent_spec: AgentSpec, config: dict[str, Any] | None = None) -> Algorithm:
     """The algorithm ``name`` for ``agent_spec``; unknown names raise ``ValueError`` listing the known ones."""
+    if name not in ALGORITHMS:  # one registered by a plug-in (league.search.alphazero: alphazero)
+        from league.registry import load_plugins
+
+        load_plugins()
     try:
         cls = ALGORITHMS[name]
     except KeyError:

@@ -45,6 +45,13 @@ per live agent). The contract, which the batched sampler relies on:
   reward, flag or ``done``, until the next ``reset``. ``active[N]`` flags the copies with an
   episode in progress. ``reset`` starts every copy and turns every flag back on. A
   ``failed`` copy restarts whatever its flag: its episode is void, not ended.
+* **Searching from a copy's state** (optional: AlphaZero's acting, :mod:`league.search.alphazero`).
+  ``simulator_states(copies)`` hands a search the current game state of the given active
+  copies as :class:`SimulatorStates`: states of the simulator that
+  :func:`league.search.simulator_for` builds for the env name and kwargs it names, each an
+  independent copy (a search may apply moves to it). The default raises
+  ``NotImplementedError``: the env cannot be searched (``searchable`` is False). The C++
+  boards (:mod:`league.envs.boards`) and OpenSpiel's batched env implement it.
 
 :class:`VectorizedEnv` runs N copies of any ``MultiAgentEnv`` behind this contract (a
 Python loop over copies: the generic path, which the sampler trains every non-C++ env
@@ -62,7 +69,7 @@ import numpy as np
 
 from league.envs.base import AgentSpec, MultiAgentEnv, TimeStep
 
-__all__ = ["BatchStep", "BatchedMultiAgentEnv", "EnvFailure", "VectorizedEnv", "ragged", "stack_rows"]
+__all__ = ["BatchStep", "BatchedMultiAgentEnv", "EnvFailure", "SimulatorStates", "VectorizedEnv", "ragged", "stack_rows"]
 
 
 class EnvFailure(RuntimeError):
@@ -85,6 +92,17 @@ class BatchStep:
     active: np.ndarray
     final_obs: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)
     final_masks: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)
+
+
+@dataclass
+class SimulatorStates:
+    """Game states of some env copies for a search (see the module docstring): ``states[k]`` is
+    the k-th copy's state as the simulator of env ``env_name`` built with ``env_kwargs``
+    (:func:`league.search.simulator_for`) plays it."""
+
+    env_name: str
+    env_kwargs: dict[str, Any]
+    states: list[Any]
 
 
 def ragged(rows: Sequence[np.ndarray]) -> np.ndarray:
@@ -135,6 +153,20 @@ class BatchedMultiAgentEnv(ABC):
 
     def close(self) -> None:
         """Release resources."""
+
+    def simulator_states(self, copies: np.ndarray) -> SimulatorStates:
+        """The game states of active copies ``copies`` (``int64[K]``), independent of the env
+        (see the module docstring).
+
+        Raises:
+            NotImplementedError: the default: this env cannot hand a search its states.
+        """
+        raise NotImplementedError(f"{type(self).__name__} cannot hand a search its game states (simulator_states)")
+
+    @property
+    def searchable(self) -> bool:
+        """Whether :meth:`simulator_states` is implemented (a search can act from this env's copies)."""
+        return type(self).simulator_states is not BatchedMultiAgentEnv.simulator_states
 
 
 class VectorizedEnv(BatchedMultiAgentEnv):

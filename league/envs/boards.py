@@ -30,9 +30,25 @@ import numpy as np
 
 from league import _core
 from league.envs.base import AgentSpec, MultiAgentEnv, TimeStep
-from league.envs.batched import BatchedMultiAgentEnv, BatchStep
+from league.envs.batched import BatchedMultiAgentEnv, BatchStep, SimulatorStates
 
-__all__ = ["BACKENDS", "BOARD_GAMES", "BoardGame", "BoardBatchedEnv", "BoardEnv", "check_backend", "make_board_env", "resolve_backend"]
+__all__ = [
+    "BACKENDS", "BOARD_GAMES", "BoardGame", "BoardBatchedEnv", "BoardEnv", "BoardState", "check_backend", "make_board_env",
+    "resolve_backend",
+]
+
+
+@dataclass
+class BoardState:
+    """A k-in-a-row position as its search simulator plays it (``league.games.k_in_a_row_sim``):
+    each player's pieces (bitboards, bit ``row * cols + col``, row 0 at the top), pieces per
+    column (under gravity; zeros otherwise), who moves, pieces on the board, who won (-1: nobody yet)."""
+
+    boards: list[int]
+    heights: list[int]
+    mover: int = 0
+    filled: int = 0
+    winner: int = -1
 
 
 @dataclass(frozen=True)
@@ -46,6 +62,7 @@ class BoardGame:
     agents: tuple[str, str]
     longest_game: int
     planes: bool = True
+    gravity: bool = False
 
     @property
     def spec(self) -> AgentSpec:
@@ -56,7 +73,7 @@ class BoardGame:
 #: The games with a C++ backend, by registered env name.
 BOARD_GAMES: dict[str, BoardGame] = {
     "tictactoe": BoardGame("tictactoe", _core.TicTacToeBatch, ("player_1", "player_2"), 9),
-    "connect_four": BoardGame("connect_four", _core.ConnectFourBatch, ("player_0", "player_1"), 42),
+    "connect_four": BoardGame("connect_four", _core.ConnectFourBatch, ("player_0", "player_1"), 42, gravity=True),
     "leduc_poker": BoardGame("leduc_poker", _core.LeducPokerBatch, ("player_0", "player_1"), 8, planes=False),
 }
 
@@ -172,6 +189,36 @@ class BoardBatchedEnv(BatchedMultiAgentEnv):
             rewards=self._rewards, terminated=self._terminated, truncated=self._no_flags,
             done=done, failed=self._no_fail, active=self._active.view(bool),
         )
+
+    @property
+    def searchable(self) -> bool:
+        """The board games can be searched (their states are the observation planes); poker cannot."""
+        return _game(self.name).planes
+
+    def simulator_states(self, copies: np.ndarray) -> SimulatorStates:
+        """Active copies' positions as :class:`BoardState` s (the simulator of env ``name``),
+        read from the observation planes (the mover's pieces first) and the mover.
+
+        Raises:
+            NotImplementedError: poker (hidden cards: no search).
+        """
+        game = _game(self.name)
+        if not game.planes:
+            raise NotImplementedError(f"env {self.name} has hidden information: a search cannot be handed its states")
+        copies = np.asarray(copies, dtype=np.int64)
+        obs = self._obs[copies]
+        k, rows, cols = obs.shape[:3]
+        occupied = obs > 0
+        bits = np.left_shift(np.int64(1), np.arange(rows * cols, dtype=np.int64))
+        flat = occupied.reshape(k, rows * cols, 2)
+        mine = (flat[:, :, 0] * bits).sum(axis=1).tolist()
+        theirs = (flat[:, :, 1] * bits).sum(axis=1).tolist()
+        filled = flat.sum(axis=(1, 2)).tolist()
+        heights = occupied.any(axis=-1).sum(axis=1).tolist() if game.gravity else [[0] * cols] * k
+        states = []
+        for mover, a, b, h, f in zip(self._agent[copies].tolist(), mine, theirs, heights, filled):
+            states.append(BoardState([a, b] if mover == 0 else [b, a], list(h), int(mover), int(f)))
+        return SimulatorStates(self.name, {}, states)
 
     def random_actions(self) -> np.ndarray:
         """A uniformly random legal action per row (active copy), drawn in C++ (``int64``, a new array)."""

@@ -35,7 +35,7 @@ import numpy as np
 import pyspiel
 
 from league.envs.base import AgentSpec, informative_mask
-from league.envs.batched import BatchedMultiAgentEnv, BatchStep, EnvFailure
+from league.envs.batched import BatchedMultiAgentEnv, BatchStep, EnvFailure, SimulatorStates
 from league.envs.openspiel_env import OpenSpielEnv
 from league.policy import masked_uniform_actions
 
@@ -283,6 +283,13 @@ class OpenSpielBatchedEnv(BatchedMultiAgentEnv):
                 players.append(player)
                 legal_lists.append(la)
         return self._finish()
+
+    def simulator_states(self, copies: np.ndarray) -> SimulatorStates:
+        """Clones of active copies' ``pyspiel`` states, for the OpenSpiel simulator of this game
+        (``league.search.openspiel``: env ``openspiel:<game>``, its observation kind and parameters)."""
+        kwargs = {"observation": self.env.observation, **self.game.get_parameters()}
+        states = self._states
+        return SimulatorStates(f"openspiel:{self.game.get_type().short_name}", kwargs, [states[i].clone() for i in np.asarray(copies).tolist()])
 
     def close(self) -> None:
         """Drop the states."""

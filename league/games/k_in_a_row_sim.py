@@ -13,27 +13,16 @@ The plug-ins register it for their env names (:data:`league.search.SIMULATORS`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from league.envs.base import MultiAgentEnv
+from league.envs.boards import BoardState  # the C++ boards hand a search these (BoardBatchedEnv.simulator_states)
 from league.games.k_in_a_row import BoardRules
 from league.search.simulator import SimulatorMaker
 
 __all__ = ["BoardState", "KInARowSimulator", "simulator_maker"]
-
-
-@dataclass
-class BoardState:
-    """A position: each player's pieces (bitboards), pieces per column, who moves, who won (-1: nobody yet)."""
-
-    boards: list[int]
-    heights: list[int]
-    mover: int = 0
-    filled: int = 0
-    winner: int = -1
 
 
 class KInARowSimulator:
@@ -104,6 +93,10 @@ class KInARowSimulator:
         if any(board & line == line for line in self._lines[cell]):
             state.winner = state.mover
         state.mover = 1 - state.mover
+
+    def ply(self, state: BoardState) -> int:
+        """Moves played so far (pieces on the board)."""
+        return state.filled
 
     def is_terminal(self, state: BoardState) -> bool:
         """A line of k or a full board."""

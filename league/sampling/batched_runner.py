@@ -196,9 +196,17 @@ class BatchedRunner:
                 raise ValueError(f"policy '{pid}' plays agents of different specs ({agents}); one policy plays one spec") from err
             groups.append((code, rows, pid))
             inputs.append((obs, mask))
-        # Every policy's forward pass; served ones (an inference server's) in one call per step.
+        # Every policy's forward pass; served ones (an inference server's) in one call per step;
+        # a search (needs_states) also gets its rows' game states from an env that can hand them
+        # (elsewhere, e.g. league-eval's PettingZoo copies, it acts from observations alone).
         policies = [self._policies[pid] for _, _, pid in groups]
-        outputs = compute_all(policies, inputs, explore)
+        states = None
+        if any(p.needs_states for p in policies) and self.env.searchable:
+            states = [
+                self.env.simulator_states(env_index if rows is None else env_index[rows]) if p.needs_states else None
+                for (_, rows, _), p in zip(groups, policies)
+            ]
+        outputs = compute_all(policies, inputs, explore, states)
         for (code, rows, pid), (obs, mask), policy, out in zip(groups, inputs, policies, outputs):
             acts = np.asarray(out[C.ACTIONS])
             if acts.ndim == 1:  # Discrete; Box / MultiDiscrete rows [B, D] are checked by their distributions

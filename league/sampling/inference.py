@@ -46,6 +46,7 @@ from league.sampling.model_placement import Precomputed, place, split_rows
 from league.sampling.versioning import WEIGHTS_VERSION, version_of
 
 if TYPE_CHECKING:
+    from league.envs.batched import SimulatorStates
     from torch import nn
 
 __all__ = [
@@ -162,7 +163,7 @@ class InferenceServer:
         """Host ``policy_id`` for ``client`` (its policy built as the sampler would:
         ``factory.make_policy(seed, learns)``); loads ``weights`` when given. A policy id
         already hosted keeps its model and weights. Returns False, hosting nothing, for a
-        policy without parameters: the sampler plays it itself."""
+        policy without parameters or one that searches from game states: the sampler plays it itself."""
         policy = factory.make_policy(seed=seed, learns=learns)
         initial = policy.get_weights()
         with self._models:
@@ -170,7 +171,7 @@ class InferenceServer:
 
     def _host(self, client: int, policy_id: str, policy: Policy, initial: dict[str, np.ndarray], weights: Weights | None) -> bool:
         hosted = self._hosted.get(policy_id)
-        if hosted is None and not initial:
+        if hosted is None and (not initial or policy.needs_states):  # a search acts from its sampler's env states
             return False
         if hosted is None:
             model = getattr(policy, "model", None)
@@ -357,15 +358,20 @@ class ServedPolicy(Policy):
 
 
 def compute_all(
-    policies: Sequence[Policy], inputs: Sequence[tuple[np.ndarray, np.ndarray]], explore: bool
+    policies: Sequence[Policy], inputs: Sequence[tuple[np.ndarray, np.ndarray]], explore: bool,
+    states: Sequence[SimulatorStates | None] | None = None,
 ) -> list[dict[str, np.ndarray]]:
     """``policies[i].compute_actions(*inputs[i], explore)`` for every ``i``, with the served
-    ones sent in one call per server and client (a runner step's one round trip)."""
+    ones sent in one call per server and client (a runner step's one round trip); where
+    ``states[i]`` is given (a policy that :attr:`~league.policy.Policy.needs_states`, never
+    served), ``compute_actions_at`` with those game states."""
     results: list[dict[str, np.ndarray] | None] = [None] * len(policies)
     groups: dict[tuple[int, int], list[tuple[int, ServedPolicy]]] = {}
     for i, policy in enumerate(policies):
         if isinstance(policy, ServedPolicy):
             groups.setdefault((id(policy.server), policy.client), []).append((i, policy))
+        elif states is not None and (at := states[i]) is not None:
+            results[i] = policy.compute_actions_at(at, inputs[i][0], inputs[i][1], explore)
         else:
             results[i] = policy.compute_actions(inputs[i][0], inputs[i][1], explore)
     for served in groups.values():

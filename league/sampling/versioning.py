@@ -16,11 +16,14 @@ how stale every row is and whether it predates a reset (:mod:`league.learn.stale
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from league.policy import Policy
+
+if TYPE_CHECKING:
+    from league.envs.batched import SimulatorStates
 
 __all__ = ["WEIGHTS_VERSION", "VersionedPolicy", "version_of"]
 
@@ -58,12 +61,25 @@ class VersionedPolicy(Policy):
         """Whether the wrapped policy's samples may be trained on."""
         return self.policy.learns
 
+    @property
+    def needs_states(self) -> bool:  # type: ignore[override]  # a read-only property for Policy's class attribute
+        """Whether the wrapped policy acts from game states."""
+        return self.policy.needs_states
+
     def compute_actions(self, obs: np.ndarray, action_mask: np.ndarray, explore: bool = True) -> dict[str, np.ndarray]:
         """The wrapped policy's outputs plus ``weights_version`` (``int64[B]``) when versioned."""
-        out = self.policy.compute_actions(obs, action_mask, explore)
+        return self._stamp(self.policy.compute_actions(obs, action_mask, explore), len(obs))
+
+    def compute_actions_at(
+        self, states: SimulatorStates, obs: np.ndarray, action_mask: np.ndarray, explore: bool = True
+    ) -> dict[str, np.ndarray]:
+        """The wrapped policy's outputs from game states, stamped as :meth:`compute_actions`'."""
+        return self._stamp(self.policy.compute_actions_at(states, obs, action_mask, explore), len(obs))
+
+    def _stamp(self, out: dict[str, np.ndarray], n: int) -> dict[str, np.ndarray]:
         if self.versioned:
             out = dict(out)
-            out[WEIGHTS_VERSION] = np.full(len(obs), self.version, dtype=np.int64)
+            out[WEIGHTS_VERSION] = np.full(n, self.version, dtype=np.int64)
         return out
 
     def action_probabilities(self, obs: np.ndarray, action_mask: np.ndarray) -> np.ndarray:

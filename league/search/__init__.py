@@ -11,6 +11,9 @@
   ``MCTSBot`` on OpenSpiel games): ``league-eval opponents=[mcts]``.
 * :mod:`league.search.puct`: AlphaZero-style PUCT over a policy's prior and value head,
   batched across the games played in lock-step: ``league-eval search=N``.
+* :mod:`league.search.alphazero`: search as an algorithm of its own, ``algo=alphazero``: a
+  policy that acts by PUCT from its env copies' states and learns the search's visits and
+  the games' outcomes (registered in :data:`league.algos.ALGORITHMS` on import).
 """
 
 from __future__ import annotations
@@ -19,8 +22,9 @@ from league.search.mcts import MCTSFactory, MCTSPlayer, uct_visits
 from league.search.player import PositionPlayer
 from league.search.puct import PUCTFactory, PUCTPlayer, policy_evaluator, puct_visits
 from league.search.simulator import SIMULATORS, Simulator, SimulatorMaker, has_simulator, rollout, simulator_for
+from league.search.alphazero import AlphaZero, AlphaZeroConfig, AlphaZeroPolicy  # noqa: E402 - after puct, which it uses
 
 __all__ = [
-    "MCTSFactory", "MCTSPlayer", "PUCTFactory", "PUCTPlayer", "PositionPlayer", "SIMULATORS", "Simulator", "SimulatorMaker", "has_simulator",
+    "AlphaZero", "AlphaZeroConfig", "AlphaZeroPolicy", "MCTSFactory", "MCTSPlayer", "PUCTFactory", "PUCTPlayer", "PositionPlayer", "SIMULATORS", "Simulator", "SimulatorMaker", "has_simulator",
     "policy_evaluator", "puct_visits", "rollout", "simulator_for", "uct_visits",
 ]

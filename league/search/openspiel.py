@@ -75,6 +75,10 @@ class OpenSpielSimulator:
         state.apply_action(int(action))
         self._resolve_chance(state)
 
+    def ply(self, state: pyspiel.State) -> int:
+        """OpenSpiel's ``move_number`` (moves played so far)."""
+        return int(state.move_number())
+
     def is_terminal(self, state: pyspiel.State) -> bool:
         """OpenSpiel's ``is_terminal``."""
         return bool(state.is_terminal())

@@ -115,14 +115,23 @@ def _leaf_returns(num_players: int, player: int, value: float) -> np.ndarray:
 
 def puct_visits(
     sim: Simulator, roots: Sequence[Any], evaluate: Evaluator, simulations: int, rng: np.random.Generator, c_puct: float = 1.25,
+    root_noise: tuple[float, float] | None = None,
 ) -> list[np.ndarray]:
     """Per root state, ``float64[num_actions]``: the root's visit count per move after
     ``simulations`` PUCT simulations, all roots searched in lock-step (see the module
     docstring). The roots' priors come from one forward pass first; each simulation then
-    adds one leaf to every tree. The root states are not modified."""
+    adds one leaf to every tree. The root states are not modified.
+
+    ``root_noise=(alpha, fraction)``: AlphaZero's exploration in self-play, each root's prior
+    mixed with Dirichlet(``alpha``) noise, ``(1 - fraction) * P + fraction * noise``."""
     trees = [_Node(sim, sim.clone(state)) for state in roots]
     pending: list[tuple[_Node, list[tuple[_Node, int]]]] = [(tree, []) for tree in trees if not tree.terminal]
     _evaluate(sim, pending, evaluate, rng, backup=False)
+    if root_noise is not None and root_noise[1] > 0:
+        alpha, fraction = root_noise
+        for tree, _ in pending:
+            if len(tree.legal) > 1:
+                tree.prior = (1.0 - fraction) * tree.prior + fraction * rng.dirichlet(np.full(len(tree.legal), alpha))
     for _ in range(simulations):
         leaves: list[tuple[_Node, list[tuple[_Node, int]]]] = []
         for tree in trees:
