@@ -173,7 +173,7 @@ def test_the_policy_searches_and_records_the_visit_distribution():
     assert (out["actions"] == visits.argmax(axis=1)).all()
     # Without states the prior acts, with the same columns.
     plain = policy.compute_actions(bs.obs, bs.masks)
-    assert set(plain) >= {"actions", "vf_preds", SEARCH_POLICY}
+    assert set(plain) == set(out) == {"actions", "vf_preds", SEARCH_POLICY}
 
 
 def test_an_inference_server_leaves_a_search_to_its_sampler():
