@@ -209,7 +209,7 @@ def test_a_slow_env_with_long_episodes_gets_fewer_copies_shorter_iterations_and_
     # 10 ms a step (20 ms with the cores shared), 200-step episodes, stop.time_s=60: 32 copies
     # would end their first episodes after 32 x 200 steps (over two minutes); at most 3 copies
     # end them in a fifth of the budget. Five 4000-step iterations before the first evaluation
-    # would take 400 s: an iteration shrinks to what fits in a fifth of it, and a round's
+    # would take 400 s: an iteration shrinks to what fits in a tenth of it, and a round's
     # env steps to what fits in a tenth of it (at least one whole episode).
     env = {"name": "slow_capped", "kwargs": {"length": 200, "step_s": 0.01}}
     values = short_run_values(
@@ -220,7 +220,7 @@ def test_a_slow_env_with_long_episodes_gets_fewer_copies_shorter_iterations_and_
                                          r"iteration.min_env_steps 4000 -> \d+ \(eval.interval=5\); eval.env_steps 20000 -> \d+"):
         cfg = parse_run_config(values)
     assert 1 <= cfg.sampler.num_envs <= 3
-    assert cfg.iteration.min_env_steps <= max(0.2 * 60 / 0.02 / 5, cfg.sampler.num_envs * cfg.sampler.fragment_length)
+    assert cfg.iteration.min_env_steps <= max(0.1 * 60 / 0.02 / 5, cfg.sampler.num_envs * cfg.sampler.fragment_length)
     assert cfg.iteration.min_env_steps % (cfg.sampler.num_envs * cfg.sampler.fragment_length) == 0, "whole rounds of fragments"
     assert 200 <= cfg.eval.env_steps <= max(200, 0.1 * 60 / 0.02)
     # Without a time budget, or with an unknown episode length, nothing is sized by episodes.

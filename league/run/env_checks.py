@@ -33,7 +33,7 @@ FRAGMENT_SHARE, MIN_FRAGMENT_S = 0.05, 2.0
 #: With a time budget, the shares of stop.time_s (at the probe's step time) by which every env
 #: copy of a sampler ends its first episode of the env's longest length, the first evaluation
 #: round starts (eval.interval iterations), and one evaluation round's env steps are played.
-EPISODE_SHARE, FIRST_EVAL_SHARE, EVAL_ROUND_SHARE = 0.2, 0.2, 0.1
+EPISODE_SHARE, FIRST_EVAL_SHARE, EVAL_ROUND_SHARE = 0.2, 0.1, 0.1
 #: Algorithms whose training step waits for a batch of train_batch_size fresh rows (DQN's and
 #: SAC's train_batch_size is a replay sample).
 ROLLOUT_ALGORITHMS = ("ppo", "a2c", "impala", "appo")
