@@ -389,7 +389,7 @@ def test_bf16_precision_reaches_the_stacked_update():
     batch = MultiAgentBatch({f"p{i}": ppo_batch(VEC, 32, i) for i in range(2)}, 32)
     weights = {}
     for precision in ("fp32", "bf16"):
-        learner = Learner(seed=2, precision=precision)
+        learner = Learner(seed=2, precision=precision, stack_same_shaped=True)
         for i in range(2):
             learner.add_policy(f"p{i}", CountingPPO(VEC, {**SMALL, "minibatch_size": 16}))
         stats = learner.learn_on_batch(batch)

@@ -68,7 +68,8 @@ class Learner:
     """Holds policies on one device and updates them from :class:`MultiAgentBatch` es.
 
     ``stack_same_shaped``: update stackable same-shaped policies together (results equal
-    the one-by-one update up to float rounding). ``overlap_streams``: on CUDA, update the
+    the one-by-one update up to float rounding; off by default, as ``learner.stack_same_shaped``:
+    on CPU the default model's stacked update is slower, benchmarks/README.md). ``overlap_streams``: on CUDA, update the
     remaining policies concurrently on separate streams (ignored on CPU). ``num_threads``:
     the process's torch CPU threads (None: left as they are); a policy added with its own
     ``num_threads`` is updated with that many instead. ``precision="bf16"``: updates run under
@@ -86,7 +87,7 @@ class Learner:
         device: str = "cpu",
         seed: int = 0,
         num_threads: int | None = None,
-        stack_same_shaped: bool = True,
+        stack_same_shaped: bool = False,
         overlap_streams: bool = True,
         precision: str = "fp32",
     ) -> None:
