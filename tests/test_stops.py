@@ -217,12 +217,16 @@ def test_a_slow_env_with_long_episodes_gets_fewer_copies_shorter_iterations_and_
         eval={"interval": 5, "env_steps": 20_000}, stop={"iterations": 0, "time_s": 60.0},
     )  # fmt: skip
     with pytest.warns(UserWarning, match=r"sampler.num_envs 32 -> [123] \(an episode lasts up to 200 steps\); "
-                                         r"iteration.min_env_steps 4000 -> \d+ \(eval.interval=5\); eval.env_steps 20000 -> \d+"):
+                                         r"iteration.min_env_steps 4000 -> \d+ \(eval.interval=5\); (eval.interval 5 -> \d; )?"
+                                         r"eval.env_steps 20000 -> \d+"):
         cfg = parse_run_config(values)
     assert 1 <= cfg.sampler.num_envs <= 3
     assert cfg.iteration.min_env_steps <= max(0.1 * 60 / 0.02 / 5, cfg.sampler.num_envs * cfg.sampler.fragment_length)
     assert cfg.iteration.min_env_steps % (cfg.sampler.num_envs * cfg.sampler.fragment_length) == 0, "whole rounds of fragments"
     assert 200 <= cfg.eval.env_steps <= max(200, 0.1 * 60 / 0.02)
+    # The shortest iteration is a training step's batch (128 rows here, a row a step): 5 of them
+    # are past a tenth of the budget, so evaluations come every iteration or two.
+    assert cfg.eval.interval <= 2
     # Without a time budget, or with an unknown episode length, nothing is sized by episodes.
     untimed = parse_run_config(short_run_values(env, sampler={"num_envs": 32}, stop={"iterations": 2, "time_s": 0}))
     assert untimed.sampler.num_envs == 32

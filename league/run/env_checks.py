@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import statistics
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping
@@ -52,7 +53,9 @@ def fit_time_budget(cfg: RunConfig, step_s: float, episode_limit: int | None, ro
       two minutes);
     * then fragments as :func:`bound_fragment_time` says;
     * ``iteration.min_env_steps`` until ``eval.interval`` iterations take :data:`FIRST_EVAL_SHARE`
-      of the budget, in whole rounds of fragments (an iteration ends only between them);
+      of the budget, in whole rounds of fragments (an iteration ends only between them), and
+      ``eval.interval`` where even the shortest iterations (a round, a training step's batch)
+      would take longer;
     * ``eval.env_steps`` (0, unbounded, is left) until a round's games, ``eval.env_steps`` for each
       of the ``sides`` learning and each opponent, take :data:`EVAL_ROUND_SHARE` of it, at least
       one whole episode per sampler;
@@ -76,13 +79,33 @@ def fit_time_budget(cfg: RunConfig, step_s: float, episode_limit: int | None, ro
     bound_fragment_time(cfg, step_s)
     side_by_side = min(s.num_samplers, os.cpu_count() or 1) if s.remote else 1
     rate = side_by_side / per_step  # env steps a second, about
+    params = cfg.algo.params
+    batch = params.get("train_batch_size")
+    batch_steps = 0  # env steps a training step waits for: a whole batch of the policy's rows
+    if cfg.algo.name in ROLLOUT_ALGORITHMS and isinstance(batch, int) and not isinstance(batch, bool):
+        rows = max(1, int(max(MIN_FRAGMENT_S, FRAGMENT_SHARE * budget) * rate) * max(1, rows_per_step))
+        if rows < batch:
+            changes.append(f"algo.params.train_batch_size {batch} -> {rows}")
+            params["train_batch_size"] = batch = rows
+            minibatch = params.get("minibatch_size")
+            if isinstance(minibatch, int) and not isinstance(minibatch, bool) and minibatch > rows:
+                changes.append(f"algo.params.minibatch_size {minibatch} -> {rows}")
+                params["minibatch_size"] = rows
+        batch_steps = -(-batch // max(1, rows_per_step))
     if cfg.eval.interval:
         round_of_fragments = s.num_samplers * s.num_envs * s.fragment_length
-        steps = int(FIRST_EVAL_SHARE * budget * rate / cfg.eval.interval)
-        steps = max(1, steps // round_of_fragments) * round_of_fragments
+        first_eval = FIRST_EVAL_SHARE * budget * rate  # env steps by the first evaluation
+        steps = max(1, int(first_eval / cfg.eval.interval) // round_of_fragments) * round_of_fragments
         if steps < cfg.iteration.min_env_steps:
             changes.append(f"iteration.min_env_steps {cfg.iteration.min_env_steps} -> {steps} (eval.interval={cfg.eval.interval})")
             cfg.iteration.min_env_steps = steps
+        # An iteration is at least a round of fragments and a training step's batch: where even
+        # that many iterations are past the first evaluation's share, evaluate more often.
+        iteration = max(cfg.iteration.min_env_steps, round_of_fragments, -(-batch_steps // round_of_fragments) * round_of_fragments)
+        interval = max(1, int(first_eval // iteration))
+        if interval < cfg.eval.interval:
+            changes.append(f"eval.interval {cfg.eval.interval} -> {interval}")
+            cfg.eval.interval = interval
         # A round plays eval.env_steps per learning side and opponent (random, and the yardstick).
         turns = max(1, sides) * (1 + (cfg.eval.yardstick is not None))
         round_steps = max(1, int(EVAL_ROUND_SHARE * budget * rate / turns))
@@ -91,17 +114,6 @@ def fit_time_budget(cfg: RunConfig, step_s: float, episode_limit: int | None, ro
         if round_steps < cfg.eval.env_steps:  # 0: unbounded by choice (rounds still end with the time budget)
             changes.append(f"eval.env_steps {cfg.eval.env_steps} -> {round_steps}")
             cfg.eval.env_steps = round_steps
-    params = cfg.algo.params
-    batch = params.get("train_batch_size")
-    if cfg.algo.name in ROLLOUT_ALGORITHMS and isinstance(batch, int) and not isinstance(batch, bool):
-        rows = max(1, int(max(MIN_FRAGMENT_S, FRAGMENT_SHARE * budget) * rate) * max(1, rows_per_step))
-        if rows < batch:
-            changes.append(f"algo.params.train_batch_size {batch} -> {rows}")
-            params["train_batch_size"] = rows
-            minibatch = params.get("minibatch_size")
-            if isinstance(minibatch, int) and not isinstance(minibatch, bool) and minibatch > rows:
-                changes.append(f"algo.params.minibatch_size {minibatch} -> {rows}")
-                params["minibatch_size"] = rows
     if changes:
         warnings.warn(
             f"{'; '.join(changes)}: env '{cfg.env.name}' takes about {1000 * step_s:.1f} ms a step (the config check's probe), "
@@ -260,7 +272,7 @@ def probe_env(cfg: RunConfig, env: MultiAgentEnv, specs: Mapping[str, Any]) -> t
     :data:`PROBE_S` seconds), so that a kwarg the constructor stores without looking at
     (``env.kwargs.max_cycles=abc``) fails here, before Ray starts, and not in a sampler later: a
     ``TypeError``/``ValueError`` becomes a ``ValueError`` naming ``env.kwargs`` and the values its
-    message points at. Returns the seconds a step took (what :func:`fit_time_budget` reads) and
+    message points at. Returns the median seconds a step took (what :func:`fit_time_budget` reads) and
     how many agents acted at the first step (all of a parallel env's, one of a turn-based game's)."""
     from league.policy import RandomPolicy
 
@@ -271,8 +283,9 @@ def probe_env(cfg: RunConfig, env: MultiAgentEnv, specs: Mapping[str, Any]) -> t
     try:
         step = env.reset(seed=0)
         acting = len(step.obs)
-        t0, steps = time.perf_counter(), 0
+        t0, steps, times = time.perf_counter(), 0, []
         while steps < PROBE_STEPS and (steps == 0 or time.perf_counter() - t0 < PROBE_S):
+            t_step = time.perf_counter()
             actions: dict[str, Any] = {}
             for agent, obs in step.obs.items():
                 spec = specs[agent]
@@ -281,10 +294,12 @@ def probe_env(cfg: RunConfig, env: MultiAgentEnv, specs: Mapping[str, Any]) -> t
             if not actions:
                 break
             step = env.step(actions)
+            times.append(time.perf_counter() - t_step)
             steps += 1
             if step.done:
                 step = env.reset()
-        return (time.perf_counter() - t0) / max(steps, 1), acting
+        # The median step: a step or two descheduled by other work on the machine moves it little.
+        return (statistics.median(times) if times else 0.0), acting
     except (TypeError, ValueError, RuntimeError) as err:
         cause: BaseException | None = err  # the adapters wrap an env's own error in a RuntimeError naming the env
         while cause is not None and not isinstance(cause, (TypeError, ValueError)):
