@@ -263,11 +263,11 @@ def test_episode_limits_of_the_adapters():
 @pytest.mark.slow
 def test_shipped_pistonball_finishes_and_evaluates_episodes_in_a_short_run(tmp_path):
     # env=pistonball as shipped (20 pistons, 48x48x2 frames, ~15-30 ms a step, 125-step
-    # episodes) on a 90 s budget: the config check sizes copies, iterations and rounds to it, so
+    # episodes) on a 60 s budget: the config check sizes copies, iterations and rounds to it, so
     # training episodes end, a round is evaluated, and the process ends within seconds of it.
     pytest.importorskip("supersuit")
     pytest.importorskip("pymunk")
-    budget = 90
+    budget = 60
     t0 = time.perf_counter()
     out = subprocess.run(
         [sys.executable, "-m", "league.cli.train", "env=pistonball", f"stop.time_s={budget}", "logging=quiet",
