@@ -133,6 +133,17 @@ class BatchedMultiAgentEnv(ABC):
     agent_spec: AgentSpec
     #: Env crashes survived so far (see the module docstring).
     num_env_failures: int = 0
+    #: Crashes in a row tolerated before :class:`EnvFailure` (a subclass's constructor sets it).
+    _max_failures: int = 5
+    _consecutive_failures: int = 0
+
+    def _count_failure(self, name: str, err: Exception) -> None:
+        """Count one crash of a copy; :class:`EnvFailure` once more than ``_max_failures`` came
+        in a row (a successful step resets ``_consecutive_failures``)."""
+        self.num_env_failures += 1
+        self._consecutive_failures += 1
+        if self._consecutive_failures > self._max_failures:
+            raise EnvFailure(f"env '{name}' failed {self._consecutive_failures} times in a row; last error: {err!r}") from err
 
     def spec(self, agent: str) -> AgentSpec:
         """``agent``'s spec (by default the one ``agent_spec`` every agent shares)."""
@@ -324,12 +335,7 @@ class VectorizedEnv(BatchedMultiAgentEnv):
 
     def _replace(self, i: int, err: Exception) -> None:
         """Count a failure of copy ``i`` (EnvFailure past the limit) and build a fresh copy."""
-        self.num_env_failures += 1
-        self._consecutive_failures += 1
-        if self._consecutive_failures > self._max_failures:
-            raise EnvFailure(
-                f"env '{self.name}' failed {self._consecutive_failures} times in a row; last error: {err!r}"
-            ) from err
+        self._count_failure(self.name, err)
         try:
             self._envs[i].close()
         except Exception:  # noqa: BLE001 - the copy is being replaced anyway

@@ -35,7 +35,7 @@ import numpy as np
 import pyspiel
 
 from league.envs.base import AgentSpec, informative_mask
-from league.envs.batched import BatchedMultiAgentEnv, BatchStep, EnvFailure, SimulatorStates
+from league.envs.batched import BatchedMultiAgentEnv, BatchStep, SimulatorStates
 from league.envs.openspiel_env import OpenSpielEnv
 from league.policy import masked_uniform_actions
 
@@ -340,12 +340,7 @@ class OpenSpielBatchedEnv(BatchedMultiAgentEnv):
 
     def _replace(self, i: int, err: Exception) -> None:
         """Count a failure (EnvFailure past the limit); the fresh copy draws its openings seed."""
-        self.num_env_failures += 1
-        self._consecutive_failures += 1
-        if self._consecutive_failures > self._max_failures:
-            raise EnvFailure(
-                f"env '{self.name}' failed {self._consecutive_failures} times in a row; last error: {err!r}"
-            ) from err
+        self._count_failure(self.name, err)
         self._states[i] = None
         self._openings[i] = self._new_opening_rng()
 
