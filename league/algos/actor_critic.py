@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -29,6 +29,10 @@ from league.batch import Columns as C
 from league.batch import SampleBatch
 from league.policy import Policy
 from league.typecheck import has_method
+
+if TYPE_CHECKING:
+    from league.flow.iterators import LocalIterator
+    from league.runtime.faces import LearnerHandle
 
 __all__ = ["ActorCriticOptions", "ActorCriticAlgorithm", "GAEActorCritic", "VALUE_SCALE", "value_error"]
 
@@ -151,3 +155,24 @@ class GAEActorCritic(ActorCriticAlgorithm):
             self._gae_rewards(batch[C.REWARDS]), values, starts, bootstrap, self.config.gamma, self.config.lam
         )
         return batch
+
+
+def fresh_rows_plan(rollouts: LocalIterator, learner: LearnerHandle, policy_ids: list[str], train_batch_size: int) -> LocalIterator:
+    """The on-policy plan fragment PPO and AlphaZero share: Rollouts -> SelectExperiences ->
+    ConcatBatches -> TrainOneStep through :class:`~league.learn.staleness.FreshRowsLearner`
+    (rows more than ``max_policy_lag`` updates old dropped in the learner's call). For several
+    policies of one stack group, ``ConcatPolicyBatches``: each still trains on its own
+    ``train_batch_size`` rows, and those full at once go to the learner in one call."""
+    from league.flow import ConcatBatches, ConcatPolicyBatches, Operator, SelectExperiences, TrainOneStep
+    from league.learn.staleness import FreshRowsLearner
+
+    concat: Operator = (
+        ConcatBatches(min_batch_size=train_batch_size, count="agent_steps")
+        if len(policy_ids) == 1
+        else ConcatPolicyBatches(policy_ids, train_batch_size)
+    )
+    return (
+        rollouts.for_each(SelectExperiences(policy_ids))
+        .combine(concat)
+        .for_each(TrainOneStep(FreshRowsLearner(learner), policy_ids))
+    )

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from league.algos.actor_critic import VALUE_SCALE, ActorCriticOptions, GAEActorCritic
+from league.algos.actor_critic import VALUE_SCALE, ActorCriticOptions, GAEActorCritic, fresh_rows_plan
 from league.learn.algorithm import PolicyState, batch_to_tensors
 from league.algos.distributions import ActionDist, Categorical
 from league.algos.models import input_features
@@ -257,17 +257,4 @@ class PPO(GAEActorCritic):
         samplers: the step still happens (and is followed by a broadcast) even if every
         row was stale.
         """
-        from league.flow import ConcatBatches, ConcatPolicyBatches, Operator, SelectExperiences, TrainOneStep
-        from league.learn.staleness import FreshRowsLearner
-
-        size = self.config.train_batch_size
-        # Several policies (a stack group: algos.compose): each still trains on its own
-        # train_batch_size rows, and those full at once go to the learner in one call.
-        concat: Operator = (
-            ConcatBatches(min_batch_size=size, count="agent_steps") if len(policy_ids) == 1 else ConcatPolicyBatches(policy_ids, size)
-        )
-        return (
-            rollouts.for_each(SelectExperiences(policy_ids))
-            .combine(concat)
-            .for_each(TrainOneStep(FreshRowsLearner(learner), policy_ids))
-        )
+        return fresh_rows_plan(rollouts, learner, policy_ids, self.config.train_batch_size)

@@ -40,7 +40,7 @@ import torch
 from torch import nn
 
 from league.algos import ALGORITHMS
-from league.algos.actor_critic import ActorCriticOptions, GAEActorCritic, value_error
+from league.algos.actor_critic import ActorCriticOptions, GAEActorCritic, fresh_rows_plan, value_error
 from league.algos.distributions import ActionDist, masked_log_probs
 from league.algos.sgd import check_max_policy_lag, check_minibatch_size, minibatch_sgd
 from league.algos.torch_policy import ActorCriticPolicy
@@ -223,18 +223,7 @@ class AlphaZero(GAEActorCritic):
     def plan_fragment(self, rollouts: LocalIterator, learner: LearnerHandle, policy_ids: list[str]) -> LocalIterator:
         """Rollouts -> SelectExperiences -> ConcatBatches -> TrainOneStep (rows of the current
         weights, up to ``max_policy_lag`` updates old), as PPO's."""
-        from league.flow import ConcatBatches, ConcatPolicyBatches, Operator, SelectExperiences, TrainOneStep
-        from league.learn.staleness import FreshRowsLearner
-
-        size = self.config.train_batch_size
-        concat: Operator = (
-            ConcatBatches(min_batch_size=size, count="agent_steps") if len(policy_ids) == 1 else ConcatPolicyBatches(policy_ids, size)
-        )
-        return (
-            rollouts.for_each(SelectExperiences(policy_ids))
-            .combine(concat)
-            .for_each(TrainOneStep(FreshRowsLearner(learner), policy_ids))
-        )
+        return fresh_rows_plan(rollouts, learner, policy_ids, self.config.train_batch_size)
 
 
 def check_search_algorithms(algos: Mapping[str, str], env_name: str, env_kwargs: Mapping[str, Any], backend: str) -> None:
