@@ -101,9 +101,12 @@ def test_another_game_gets_the_generic_defaults_and_no_word_of_connect_four():
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # any warning fails
         cfg = parse_run_config(composed_values("env.name=openspiel:hex", "+env.kwargs.board_size=5"))
-    assert cfg.preset == "none"
+        other = parse_run_config(composed_values("env.name=openspiel:liars_dice"))
+    # Hex gets the defaults of its kind of game (board_game), nothing of connect four's.
+    assert cfg.preset == "board_game"
     assert cfg.algo.params["aux_loss"] is None and cfg.algo.params["model_kwargs"] == {}
-    assert cfg.league.self_play_prob == 0.2 and cfg.sampler.matchup_draws == 0 and cfg.env.opening_plies == 0
+    assert cfg.league.self_play_prob == 0.5 and cfg.sampler.matchup_draws == 0 and cfg.env.opening_plies == 4
+    assert other.preset == "none" and other.league.self_play_prob == 0.2 and other.env.opening_plies == 0
 
 
 def test_a_preset_named_for_another_game_is_refused_by_the_model():
@@ -138,3 +141,35 @@ def test_apply_preset_merges_mappings_and_replaces_the_rest():
     assert out["algo"]["params"] == {"lr": 3.0, "gamma": 0.9}
     assert values["league"]["fixed_opponents"] == {"random": 0.2}  # the input is not modified
     assert resolve_preset("auto", "something_else") is None
+
+
+@pytest.mark.parametrize(("env", "kwargs", "picked"), [
+    ("openspiel:clobber", {}, "board_game"),
+    ("openspiel:mnk", {"m": 7, "n": 7, "k": 4}, "board_game"),
+    ("openspiel:hex", {"board_size": 7, "observation": "observation"}, "board_game"),
+    ("openspiel:liars_dice", {}, None),  # imperfect information
+    ("openspiel:goofspiel", {"players": 2}, None),  # simultaneous moves
+    ("openspiel:no_such_game", {}, None),  # the run's own checks report it
+    ("simple_spread", {}, None),
+    ("connect_four", {}, "connect_four"),  # a game's own preset comes first
+])  # fmt: skip
+def test_auto_picks_the_board_game_preset_for_two_player_zero_sum_perfect_information_games(env, kwargs, picked):
+    preset = resolve_preset("auto", env, kwargs)
+    assert (preset.name if preset is not None else None) == picked
+
+
+def test_an_env_with_a_registered_simulator_gets_the_board_game_preset():
+    from league.search.simulator import SIMULATORS
+
+    SIMULATORS.register("test_user_board_x", lambda kwargs: None)  # a plug-in's declaration: a search can play it
+    preset = resolve_preset("auto", "test_user_board_x")
+    assert preset is not None and preset.name == "board_game"
+
+
+def test_the_board_game_preset_reaches_league_train_under_the_users_keys():
+    values = composed_values("env.name=openspiel:clobber", "algo.params.entropy_coef=0.02")
+    assert values["preset"] == "board_game"
+    assert values["algo"]["params"]["lr"] == 0.001 and values["algo"]["params"]["entropy_coef"] == 0.02
+    assert values["env"]["opening_plies"] == 4 and values["sampler"]["num_envs"] == 128
+    assert values["league"]["fixed_opponents"] == {"random": 0.05}
+    assert composed_values("env.name=openspiel:clobber", "preset=none")["algo"]["params"]["lr"] == 0.0003
