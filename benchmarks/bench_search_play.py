@@ -50,13 +50,18 @@ def _policy(checkpoint: str) -> tuple[Any, dict[str, Any]]:
 
 def move_ms(checkpoint: str, simulations: int, batch: int, positions: int = 64, seed: int = 0) -> float:
     """ms per move of the checkpoint's policy with ``simulations`` PUCT simulations, ``batch`` positions per call."""
-    from league.policy import masked_uniform_actions
-    from league.search import PUCTPlayer, simulator_for
+    from league.search import simulator_for
 
     policy, env_cfg = _policy(checkpoint)
-    sim = simulator_for(env_cfg["name"], env_cfg.get("kwargs") or {})
+    return policy_move_ms(policy, simulator_for(env_cfg["name"], env_cfg.get("kwargs") or {}), simulations, batch, positions, seed)
+
+
+def random_positions(sim: Any, positions: int, seed: int = 0) -> list[Any]:
+    """``positions`` non-terminal positions of random games, 0-11 plies in."""
+    from league.policy import masked_uniform_actions
+
     rng = np.random.default_rng(seed)
-    states = []
+    states: list[Any] = []
     while len(states) < positions:
         state = sim.initial_state()
         for _ in range(int(rng.integers(0, 12))):
@@ -65,6 +70,15 @@ def move_ms(checkpoint: str, simulations: int, batch: int, positions: int = 64, 
                 break
         if not sim.is_terminal(state):
             states.append(state)
+    return states
+
+
+def policy_move_ms(policy: Any, sim: Any, simulations: int, batch: int, positions: int = 64, seed: int = 0) -> float:
+    """ms per move of ``policy`` with ``simulations`` PUCT simulations on ``sim``'s random
+    positions (:func:`random_positions`), ``batch`` positions per ``PUCTPlayer.act_at`` call."""
+    from league.search import PUCTPlayer
+
+    states = random_positions(sim, positions, seed)
     player = PUCTPlayer(policy, sim, simulations, seed=seed)
     start = time.perf_counter()
     for i in range(0, positions, batch):

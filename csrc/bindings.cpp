@@ -9,6 +9,7 @@ namespace py = pybind11;
 void bind_replay(py::module_& m);  // replay_bindings.cpp
 namespace league {
 void bind_boards(py::module_& m);  // board_bindings.cpp
+void bind_search(py::module_& m);  // search_bindings.cpp
 }
 
 PYBIND11_MODULE(_core, m) {
@@ -17,4 +18,5 @@ PYBIND11_MODULE(_core, m) {
         "Concatenate a sequence of dict[str, ndarray] column-wise (GIL released for the copy).");
   bind_replay(m);
   league::bind_boards(m);
+  league::bind_search(m);
 }

@@ -1,7 +1,7 @@
 """Type stubs of ``league._core``, the pybind11 extension built from ``csrc/`` (issue 35).
 
 Kept by hand next to the bindings (``csrc/bindings.cpp``, ``csrc/replay_bindings.cpp``,
-``csrc/board_bindings.cpp``): a binding added, renamed or retyped there is changed here too.
+``csrc/board_bindings.cpp``, ``csrc/search_bindings.cpp``): a binding added, renamed or retyped there is changed here too.
 Array arguments are checked by the C++ side (dtype, shape, contiguity, writability) and
 typed here as ``np.ndarray``.
 """
@@ -100,3 +100,35 @@ def connect_four_exact_scores(
     forcing: bool = True,
 ) -> None: ...
 def board_threat_planes(obs: np.ndarray, k: _Int, gravity: bool, out: np.ndarray) -> None: ...
+
+PUCT_EXPAND: int
+PUCT_TERMINAL: int
+PUCT_IDLE: int
+
+class PUCTForest:
+    """PUCT search trees' node statistics, batched over trees (csrc/search_tree.h; league.search.puct)."""
+
+    def __init__(self, num_players: _Int, num_actions: _Int, c_puct: _Float) -> None: ...
+    @property
+    def num_players(self) -> int: ...
+    @property
+    def num_actions(self) -> int: ...
+    @property
+    def c_puct(self) -> float: ...
+    @property
+    def num_nodes(self) -> int: ...
+    @property
+    def num_trees(self) -> int: ...
+    def add_trees(self, players: Any, terminal: Any, legal_counts: Any, legal_actions: Any) -> np.ndarray:
+        """New trees, one root each: their tree ids (int64)."""
+    def roots(self, trees: Any) -> np.ndarray: ...
+    def select(self, trees: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(nodes, indices, actions, status int8): one descent per tree (PUCT_EXPAND, PUCT_TERMINAL, PUCT_IDLE)."""
+    def expand(self, trees: Any, players: Any, terminal: Any, legal_counts: Any, legal_actions: Any, returns: Any) -> np.ndarray:
+        """Each tree's frontier child: its node ids."""
+    def set_priors(self, nodes: Any, priors: Any) -> None: ...
+    def mix_noise(self, nodes: Any, noise: Any, fraction: _Float) -> None: ...
+    def backup(self, trees: Any, returns: Any) -> None: ...
+    def root_visits(self, trees: Any) -> np.ndarray:
+        """float64[K, num_actions]."""
+    def node(self, node: _Int) -> dict[str, Any]: ...

@@ -11,19 +11,27 @@ value ``v`` for its mover is ``-v`` for the other player.
 The games being played advance in lock-step: each simulation step descends once in every
 game's tree and evaluates all the new leaves with one forward pass of the model
 (:func:`policy_evaluator`), not one per leaf per game.
+
+The trees live in the C++ core (``league._core.PUCTForest``, ``csrc/search_tree.h``): node
+statistics, the descent, root noise and the backup, one call per simulation step for every
+tree. The game states stay here, a list indexed by node id, since simulators are Python
+objects: per step the new leaves' moves are played, described (mover, end, legal moves) and
+observed (:func:`~league.search.simulator.observations`) in Python. The pure-Python tree this
+replaced is ``tests/puct_oracle.py``, which the forest matches visit for visit.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from itertools import chain
+from typing import Any, NamedTuple
 
 import numpy as np
 
+from league._core import PUCT_EXPAND, PUCTForest
 from league.policy import Policy, PolicyFactory, masked_uniform_probabilities
 from league.search.player import PositionPlayer
-from league.search.simulator import Simulator, rollout
+from league.search.simulator import Simulator, observations, rollout
 
 __all__ = ["Evaluator", "PUCTFactory", "PUCTPlayer", "policy_evaluator", "puct_visits"]
 
@@ -69,50 +77,6 @@ def policy_evaluator(policy: Policy) -> Evaluator:
     return evaluate
 
 
-class _Node:
-    """A PUCT node: its state and mover; per move its prior, visits and value summed for the
-    mover; the node's own visits and value (for its mover), which unvisited moves start from."""
-
-    __slots__ = ("state", "player", "terminal", "legal", "prior", "counts", "values", "children", "visits", "value")
-
-    def __init__(self, sim: Simulator, state: Any) -> None:
-        self.state = state
-        self.terminal = sim.is_terminal(state)
-        self.player = -1 if self.terminal else sim.current_player(state)
-        self.legal = np.zeros(0, dtype=np.int64) if self.terminal else np.asarray(sim.legal_actions(state), dtype=np.int64)
-        self.prior = np.zeros(0)
-        self.counts = np.zeros(len(self.legal))
-        self.values = np.zeros(len(self.legal))
-        self.children: dict[int, _Node] = {}
-        self.visits = 0
-        self.value = 0.0
-
-    def select(self, c_puct: float) -> int:
-        """Index into :attr:`legal` of the move PUCT picks."""
-        first = self.value / self.visits if self.visits else 0.0
-        q = np.where(self.counts > 0, self.values / np.maximum(self.counts, 1), first)
-        u = c_puct * self.prior * math.sqrt(max(self.visits, 1)) / (1.0 + self.counts)
-        return int(np.argmax(q + u))
-
-
-def _backup(path: list[tuple[_Node, int]], leaf: _Node, returns: np.ndarray) -> None:
-    for node, index in path:
-        node.counts[index] += 1
-        node.values[index] += returns[node.player]
-        node.visits += 1
-        node.value += returns[node.player]
-    if not leaf.terminal:
-        leaf.visits += 1
-        leaf.value += returns[leaf.player]
-
-
-def _leaf_returns(num_players: int, player: int, value: float) -> np.ndarray:
-    """A value for ``player`` as returns of every player (zero-sum: the others get ``-value``)."""
-    out = np.full(num_players, -value)
-    out[player] = value
-    return out
-
-
 def puct_visits(
     sim: Simulator, roots: Sequence[Any], evaluate: Evaluator, simulations: int, rng: np.random.Generator, c_puct: float = 1.25,
     root_noise: tuple[float, float] | None = None,
@@ -124,65 +88,98 @@ def puct_visits(
 
     ``root_noise=(alpha, fraction)``: AlphaZero's exploration in self-play, each root's prior
     mixed with Dirichlet(``alpha``) noise, ``(1 - fraction) * P + fraction * noise``."""
-    trees = [_Node(sim, sim.clone(state)) for state in roots]
-    pending: list[tuple[_Node, list[tuple[_Node, int]]]] = [(tree, []) for tree in trees if not tree.terminal]
-    _evaluate(sim, pending, evaluate, rng, backup=False)
+    forest, trees = _search(sim, roots, evaluate, simulations, rng, c_puct, root_noise)
+    return list(forest.root_visits(trees))
+
+
+def _search(
+    sim: Simulator, roots: Sequence[Any], evaluate: Evaluator, simulations: int, rng: np.random.Generator, c_puct: float,
+    root_noise: tuple[float, float] | None,
+) -> tuple[PUCTForest, np.ndarray]:
+    """:func:`puct_visits`' search: the forest (one tree per root, in order) and its tree ids."""
+    forest = PUCTForest(sim.num_players, sim.num_actions, c_puct)
+    states = [sim.clone(state) for state in roots]  # node id -> game state
+    nodes = _describe(sim, states)
+    trees = forest.add_trees(nodes.players, nodes.terminal, nodes.counts, nodes.actions)
+    pending = np.flatnonzero(~nodes.terminal)  # roots are nodes 0 .. len(roots) - 1
+    _evaluate(sim, forest, states, nodes, pending, evaluate, rng, None)
     if root_noise is not None and root_noise[1] > 0:
         alpha, fraction = root_noise
-        for tree, _ in pending:
-            if len(tree.legal) > 1:
-                tree.prior = (1.0 - fraction) * tree.prior + fraction * rng.dirichlet(np.full(len(tree.legal), alpha))
-    for _ in range(simulations):
-        leaves: list[tuple[_Node, list[tuple[_Node, int]]]] = []
-        for tree in trees:
-            if tree.terminal or len(tree.legal) == 0:
-                continue
-            node, path = tree, []
-            while True:
-                index = node.select(c_puct)
-                path.append((node, index))
-                action = int(node.legal[index])
-                child = node.children.get(action)
-                if child is None:
-                    state = sim.clone(node.state)
-                    sim.apply(state, action)
-                    child = node.children[action] = _Node(sim, state)
-                    break
-                if child.terminal:
-                    break
-                node = child
-            if child.terminal:
-                _backup(path, child, sim.returns(child.state))
-            else:
-                leaves.append((child, path))
-        _evaluate(sim, leaves, evaluate, rng, backup=True)
-    out = []
-    for tree in trees:
-        visits = np.zeros(sim.num_actions)
-        visits[tree.legal] = tree.counts
-        out.append(visits)
-    return out
-
-
-def _evaluate(sim: Simulator, leaves: list[tuple[_Node, list[tuple[_Node, int]]]], evaluate: Evaluator,
-              rng: np.random.Generator, backup: bool) -> None:
-    """Priors for ``leaves`` from one forward pass, then (``backup``) their values added along their paths."""
-    if not leaves:
-        return
-    obs = np.stack([sim.observation(leaf.state) for leaf, _ in leaves])
-    masks = np.stack([sim.legal_mask(leaf.state) for leaf, _ in leaves])
-    priors, values = evaluate(obs, masks)
-    for k, (leaf, path) in enumerate(leaves):
-        prior = np.asarray(priors[k], dtype=np.float64)[leaf.legal]
-        total = prior.sum()
-        leaf.prior = prior / total if total > 0 else np.full(len(leaf.legal), 1.0 / len(leaf.legal))
-        if not backup:
+        noisy = [int(i) for i in pending if len(nodes.legal[i]) > 1]
+        if noisy:
+            noise = np.concatenate([rng.dirichlet(np.full(len(nodes.legal[i]), alpha)) for i in noisy])
+            forest.mix_noise(np.asarray(noisy, dtype=np.int64), noise, fraction)
+    active = trees[~nodes.terminal & (nodes.counts > 0)]
+    for _ in range(simulations if len(active) else 0):
+        parents, _, actions, status = forest.select(active)
+        expand = np.flatnonzero(status == PUCT_EXPAND)
+        if not len(expand):
             continue
-        if values is None:
-            returns = rollout(sim, sim.clone(leaf.state), rng)
+        new_states = []
+        for parent, action in zip(parents[expand].tolist(), actions[expand].tolist()):
+            state = sim.clone(states[parent])
+            sim.apply(state, action)
+            new_states.append(state)
+        leaves = _describe(sim, new_states)
+        returns = np.zeros((len(expand), sim.num_players))
+        for k in np.flatnonzero(leaves.terminal).tolist():
+            returns[k] = sim.returns(new_states[k])
+        ids = forest.expand(active[expand], leaves.players, leaves.terminal, leaves.counts, leaves.actions, returns)
+        states.extend(new_states)  # the forest numbers nodes in order: ids run on from len(states)
+        live = np.flatnonzero(~leaves.terminal)
+        _evaluate(sim, forest, new_states, leaves, live, evaluate, rng, (ids, returns))
+        forest.backup(active[expand], returns)
+    return forest, trees
+
+
+class _Nodes(NamedTuple):
+    """New nodes as the forest takes them: mover (-1 when terminal), terminal flag, legal moves."""
+
+    players: np.ndarray
+    terminal: np.ndarray
+    counts: np.ndarray
+    actions: np.ndarray
+    legal: list[list[int]]
+
+
+def _describe(sim: Simulator, states: Sequence[Any]) -> _Nodes:
+    terminal = np.fromiter((sim.is_terminal(state) for state in states), dtype=bool, count=len(states))
+    players = np.full(len(states), -1, dtype=np.int64)
+    legal: list[list[int]] = []
+    for k, state in enumerate(states):
+        if terminal[k]:
+            legal.append([])
         else:
-            returns = _leaf_returns(sim.num_players, leaf.player, float(values[k]))
-        _backup(path, leaf, returns)
+            players[k] = sim.current_player(state)
+            legal.append(list(sim.legal_actions(state)))
+    counts = np.fromiter((len(moves) for moves in legal), dtype=np.int64, count=len(legal))
+    actions = np.fromiter(chain.from_iterable(legal), dtype=np.int64, count=int(counts.sum()))
+    return _Nodes(players, terminal, counts, actions, legal)
+
+
+def _evaluate(sim: Simulator, forest: PUCTForest, states: Sequence[Any], nodes: _Nodes, rows: np.ndarray, evaluate: Evaluator,
+              rng: np.random.Generator, backup: tuple[np.ndarray, np.ndarray] | None) -> None:
+    """Priors for ``states[rows]`` (described by ``nodes``) from one forward pass; with
+    ``backup`` (the states' node ids and the step's returns array), their leaf returns written
+    into it: the value head's value for the mover (``-value`` for the other), or a random rollout."""
+    if not len(rows):
+        return
+    rows_list = rows.tolist()
+    obs = observations(sim, [states[k] for k in rows_list])
+    masks = np.zeros((len(states), sim.num_actions), dtype=np.int8)  # the legal moves, as legal_mask gives them
+    masks[np.repeat(np.arange(len(states)), nodes.counts), nodes.actions] = 1
+    priors, values = evaluate(obs, masks[rows])
+    forest.set_priors(rows if backup is None else backup[0][rows], np.asarray(priors, dtype=np.float64))
+    if backup is None:
+        return
+    returns = backup[1]
+    if values is None:
+        for k in rows_list:
+            returns[k] = rollout(sim, sim.clone(states[k]), rng)
+    else:
+        v = np.asarray(values, dtype=np.float64).reshape(-1)
+        returns[rows] = -v[:, None]
+        returns[rows, nodes.players[rows]] = v
 
 
 class PUCTPlayer(PositionPlayer):

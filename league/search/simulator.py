@@ -28,7 +28,7 @@ import numpy as np
 from league.envs.base import MultiAgentEnv
 from league.registry import Registry
 
-__all__ = ["SIMULATORS", "Simulator", "SimulatorMaker", "has_simulator", "rollout", "simulator_for"]
+__all__ = ["SIMULATORS", "Simulator", "SimulatorMaker", "has_simulator", "observations", "rollout", "simulator_for"]
 
 
 @runtime_checkable
@@ -36,7 +36,9 @@ class Simulator(Protocol):
     """A game's rules over states that can be copied (see the module docstring).
 
     Players are numbered ``0 .. num_players - 1``, the number :meth:`current_player` and the
-    index of :meth:`returns` use; actions ``0 .. num_actions - 1``, as in the env.
+    index of :meth:`returns` use; actions ``0 .. num_actions - 1``, as in the env. Optional,
+    outside the Protocol: ``observations(states)``, every state's :meth:`observation` as one
+    array (:func:`observations` uses it when present).
     """
 
     #: Players of the game (search: 2).
@@ -118,6 +120,16 @@ def simulator_for(env_name: str, env_kwargs: Mapping[str, Any] | None = None, se
             f"for the env (league.search.SIMULATORS.register({env_name!r}, maker); docs/PLUGINS.md)"
         )
     return SIMULATORS.get(env_name, setting)(kwargs)
+
+
+def observations(sim: Simulator, states: Sequence[Any]) -> np.ndarray:
+    """``[len(states), *obs_shape]``: :meth:`Simulator.observation` of each state; in one call
+    when the simulator offers the optional batched ``observations(states)`` (the k-in-a-row
+    boards' does: one array operation instead of one per state), else stacked one by one."""
+    batched = getattr(sim, "observations", None)
+    if batched is not None and len(states) > 1:
+        return np.asarray(batched(states))
+    return np.stack([sim.observation(state) for state in states])
 
 
 def rollout(sim: Simulator, state: Any, rng: np.random.Generator) -> np.ndarray:

@@ -1,0 +1,114 @@
+"""PUCT's tree in C++ against the pure-Python tree it replaced (issue 37), in the same run.
+
+``--tree cpp`` is :func:`league.search.puct.puct_visits` as shipped (the forest of
+``csrc/search_tree.h``, ``league._core.PUCTForest``); ``--tree python`` swaps in the old
+Python tree, kept as the tests' oracle (``tests/puct_oracle.py``: a ``_Node`` per node, numpy
+selection per node, Python backup, one ``sim.observation`` per leaf) wherever the search is
+called (``PUCTPlayer``, ``algo=alphazero``). Both give the same visit counts
+(``tests/test_puct_forest.py``), so only the time differs. Figures, one JSON line each:
+
+* ``alphazero_env_steps_per_s``: self-play env steps/s on 128 C++ tic-tac-toe boards of an
+  AlphaZero policy of ``--speed-simulations`` simulations per move, and of PPO, beside it
+  (``bench_alphazero.speed``);
+* ``search_ms_per_move``: ms per move of ``PUCTPlayer`` (an untrained PPO policy's prior and
+  value head) at N simulations on random positions, ``--batch`` positions per call and 1
+  (``bench_search_play.policy_move_ms``), on connect four and hex 5x5.
+
+Run it under ``nice -n 19`` with ``OMP_NUM_THREADS=1`` beside other work (each line records
+the load average)::
+
+    python benchmarks/bench_puct_tree.py [--tree cpp python] [--n 16 64 256] [--seconds 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+GAMES = (("connect_four", {}), ("openspiel:hex", {"board_size": 5}))
+
+
+def _emit(**figure: Any) -> None:
+    print(json.dumps({**figure, "cores": os.cpu_count(), "load_avg_1m": round(os.getloadavg()[0], 2)}), flush=True)
+
+
+@contextmanager
+def search_tree(tree: str) -> Iterator[None]:
+    """``cpp``: the search as shipped; ``python``: the old Python tree wherever the search is called."""
+    if tree == "cpp":
+        yield
+        return
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    import puct_oracle
+
+    import league.search.alphazero as alphazero
+    import league.search.puct as puct
+
+    modules = [m for m in (puct, alphazero) if hasattr(m, "puct_visits")]
+    saved = [m.puct_visits for m in modules]
+    for m in modules:
+        m.puct_visits = puct_oracle.puct_visits  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        for m, original in zip(modules, saved):
+            m.puct_visits = original  # type: ignore[attr-defined]
+
+
+def untrained_policy(env_name: str, env_kwargs: dict[str, Any]) -> Any:
+    """A freshly initialised PPO policy for the env (the search's cost hardly depends on training)."""
+    from league.algos import make_algorithm
+    from league.cli.eval_games import describe_env
+
+    spec, _, _ = describe_env(env_name, env_kwargs, 0)
+    return make_algorithm("ppo", spec, {}).make_policy(seed=0, learns=False)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tree", nargs="+", default=["python", "cpp"], choices=["python", "cpp"])
+    parser.add_argument("--n", type=int, nargs="+", default=[16, 64, 256], help="simulations per move for ms_per_move")
+    parser.add_argument("--batch", type=int, default=16, help="positions per call for ms_per_move")
+    parser.add_argument("--positions", type=int, default=16, help="positions timed per figure")
+    parser.add_argument("--seconds", type=float, default=8.0, help="seconds of sampling per env steps/s figure")
+    parser.add_argument("--speed-simulations", type=int, default=16)
+    parser.add_argument("--skip-speed", action="store_true")
+    args = parser.parse_args()
+
+    from bench_alphazero import speed
+    from bench_search_play import policy_move_ms
+
+    from league.search import simulator_for
+
+    for tree in args.tree:
+        if args.skip_speed:
+            break
+        with search_tree(tree):
+            out = speed(seconds=args.seconds, simulations=args.speed_simulations)
+        _emit(figure="alphazero_env_steps_per_s", tree=tree, env="tictactoe", num_envs=128, simulations=args.speed_simulations, **out)
+    for env_name, kwargs in GAMES:
+        policy, sim = untrained_policy(env_name, kwargs), simulator_for(env_name, kwargs)
+        for n in args.n:
+            for batch in (args.batch, 1):
+                for tree in args.tree:
+                    with search_tree(tree):
+                        ms = policy_move_ms(policy, sim, n, batch, positions=args.positions)
+                    _emit(figure="search_ms_per_move", tree=tree, env=env_name, env_kwargs=kwargs, search=n, batch=batch,
+                          ms_per_move=round(ms, 2))
+
+
+if __name__ == "__main__":
+    np.set_printoptions(precision=3)
+    time.perf_counter()
+    main()
