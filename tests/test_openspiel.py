@@ -349,19 +349,37 @@ def test_board_games_observe_their_observation_tensor_channels_last():
     # OpenSpiel's [planes, rows, cols] handed over as [rows, cols, planes], the layout the conv reads.
     import pyspiel
 
+    # Hex's tensor is the same for both players (it shows the stones, not whose): the
+    # observer's seat follows as two one-hot planes (seat_planes=auto).
     env = OpenSpielEnv("hex", board_size=5)
-    assert env.observation == "observation"
-    assert env.spec("player_0").obs_shape == (5, 5, 9)
+    assert env.observation == "observation" and env.seat_planes
+    assert env.spec("player_0").obs_shape == (5, 5, 9 + 2)
     ts = env.reset(seed=0)
     ts = env.step({"player_0": 7})  # row 1, column 2
     obs = ts.obs["player_1"]
     state = pyspiel.load_game("hex", {"board_size": 5}).new_initial_state()
     state.apply_action(7)
     planes = np.asarray(state.observation_tensor(1), dtype=np.float32).reshape(9, 5, 5)
-    np.testing.assert_array_equal(obs, planes.transpose(1, 2, 0))
-    assert obs[1, 2].sum() == 1 and obs.sum() == 25  # one piece, and every cell in exactly one plane
+    np.testing.assert_array_equal(obs[..., :9], planes.transpose(1, 2, 0))
+    assert obs[1, 2, :9].sum() == 1 and obs[..., :9].sum() == 25  # one piece, and every cell in exactly one plane
+    assert (obs[..., 9] == 0).all() and (obs[..., 10] == 1).all()  # player_1's seat
+    plain = OpenSpielEnv("hex", board_size=5, seat_planes=False)
+    assert plain.spec("player_0").obs_shape == (5, 5, 9)
+    np.testing.assert_array_equal(plain.observe(state, 1), planes.transpose(1, 2, 0))
+    # Othello's tensor is the observer's own view already: no seat planes.
+    assert not OpenSpielEnv("othello").seat_planes
     kuhn = OpenSpielEnv("kuhn_poker")
     assert kuhn.observation == "info_state" and kuhn.spec("player_0").obs_shape == (11,)
+
+
+def test_seat_planes_follow_the_setting_and_refuse_what_they_cannot_extend():
+    flat = OpenSpielEnv("nim")  # one axis, the same for both players: two entries follow
+    assert flat.seat_planes and flat.spec("player_0").obs_shape[0] == len(flat.game.new_initial_state().observation_tensor(0)) + 2
+    assert not OpenSpielEnv("gomoku").seat_planes  # [3, 225]: neither planes nor one axis, auto leaves it
+    with pytest.raises(ValueError, match="neither planes nor one axis"):
+        OpenSpielEnv("gomoku", seat_planes=True)
+    with pytest.raises(ValueError, match="seat_planes must be true, false or 'auto'"):
+        OpenSpielEnv("hex", seat_planes="yes")
 
 
 def test_a_tensor_the_game_lacks_is_refused_with_the_one_it_has():

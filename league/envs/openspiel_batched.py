@@ -125,8 +125,11 @@ class OpenSpielBatchedEnv(BatchedMultiAgentEnv):
     # Observations -------------------------------------------------------------------
     def _setup_observation(self, n: int) -> None:
         """The observer path where it gives the adapter's observations, else the adapter's observe."""
-        shape = tuple(self.agent_spec.obs_shape)
-        self._obs_out = np.zeros((n, *shape), np.float32)
+        self._obs_out = np.zeros((n, *self.agent_spec.obs_shape), np.float32)
+        # The game's own tensor: the spec's shape less the seat planes the adapter appends.
+        seats = self._num_players if self.env.seat_planes else 0
+        shape = (*self.agent_spec.obs_shape[:-1], self.agent_spec.obs_shape[-1] - seats)
+        self._seats = seats
         self._observer: Any = None
         self._view: Any = None
         self._native: tuple[int, ...] = shape
@@ -187,7 +190,12 @@ class OpenSpielBatchedEnv(BatchedMultiAgentEnv):
         raw = self._raw[slot]
         raw[:] = self._view
         obs = raw.reshape(self._native)
-        return np.ascontiguousarray(obs.transpose(1, 2, 0)) if obs.ndim == 3 else obs.copy()
+        obs = np.ascontiguousarray(obs.transpose(1, 2, 0)) if obs.ndim == 3 else obs.copy()
+        if self._seats:
+            seat = np.zeros((*obs.shape[:-1], self._seats), np.float32)
+            seat[..., player] = 1.0
+            obs = np.concatenate([obs, seat], axis=-1)
+        return obs
 
     def _write_obs(self, i: int, state: Any, player: int) -> None:
         """Copy ``i``'s observation (its raw row, or the handed-over one on the adapter's path)."""
@@ -287,7 +295,7 @@ class OpenSpielBatchedEnv(BatchedMultiAgentEnv):
     def simulator_states(self, copies: np.ndarray) -> SimulatorStates:
         """Clones of active copies' ``pyspiel`` states, for the OpenSpiel simulator of this game
         (``league.search.openspiel``: env ``openspiel:<game>``, its observation kind and parameters)."""
-        kwargs = {"observation": self.env.observation, **self.game.get_parameters()}
+        kwargs = {"observation": self.env.observation, "seat_planes": self.env.seat_planes, **self.game.get_parameters()}
         states = self._states
         return SimulatorStates(f"openspiel:{self.game.get_type().short_name}", kwargs, [states[i].clone() for i in np.asarray(copies).tolist()])
 
@@ -439,9 +447,14 @@ class OpenSpielBatchedEnv(BatchedMultiAgentEnv):
         if self._observer is not None:
             raw = self._raw if full else self._raw[env_index]
             obs = raw.reshape(k, *self._native)
-            if obs.ndim == 4:
+            if obs.ndim == 4 or self._seats:
                 out = self._obs_out[:k]
-                np.copyto(out, obs.transpose(0, 2, 3, 1))
+                base = out[..., : out.shape[-1] - self._seats]
+                np.copyto(base, obs.transpose(0, 2, 3, 1) if obs.ndim == 4 else obs)
+                if self._seats:
+                    seat = out[..., base.shape[-1]:]
+                    seat.fill(0.0)
+                    seat[np.arange(k), ..., agent_index] = 1.0
                 obs = out
         else:
             obs = self._obs_out if full else self._obs_out[env_index]
