@@ -52,12 +52,14 @@ def train(game: str, seconds: float, run_dir: Path, overrides: list[str]) -> dic
     return {"wall_s": round(wall, 1), "summary": summary}
 
 
-def score(run_dir: Path, opponent: str, simulations: int, episodes: int, seed: int) -> dict[str, Any]:
-    """The run's main policies against ``opponent`` (``mcts`` of ``simulations``), greedy, both seats."""
+def score(run_dir: Path, opponent: str, simulations: int, episodes: int, seed: int, depth: int = 4, opening_plies: int = 0) -> dict[str, Any]:
+    """The run's main policies against ``opponent`` (``mcts`` of ``simulations``; a scripted
+    player of search ``depth``), greedy, both seats, from ``opening_plies`` random plies."""
     from league.cli.eval import evaluate_checkpoint
 
     start = time.perf_counter()
-    results, _, _ = evaluate_checkpoint(run_dir, opponents=(opponent,), episodes=episodes, seed=seed, mcts_simulations=simulations)
+    results, _, _ = evaluate_checkpoint(run_dir, opponents=(opponent,), episodes=episodes, seed=seed, mcts_simulations=simulations,
+                                        depth=depth, opening_plies=opening_plies)
     out = {"games": sum(r.games for r in results), "score": round(sum(r.win_rate * r.games for r in results) / sum(r.games for r in results), 3),
            "losses": sum(r.losses for r in results), "eval_s": round(time.perf_counter() - start, 1)}
     return out
@@ -70,6 +72,10 @@ def main() -> None:
     parser.add_argument("--mcts", default="100,1000", help="MCTS simulation counts to play")
     parser.add_argument("--episodes", type=int, default=40, help="games per opponent (even: half from each seat)")
     parser.add_argument("--random-episodes", type=int, default=100)
+    parser.add_argument("--scripted", default="", help="also a scripted opponent (e.g. negamax on connect four) ...")
+    parser.add_argument("--depths", default="2", help="... at these search depths ...")
+    parser.add_argument("--opening-plies", type=int, default=2, help="... from this many random plies, each opening from both seats")
+    parser.add_argument("--scripted-episodes", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--label", default="", help="a name for the config under test")
     parser.add_argument("--keep", type=Path, default=None, help="keep the runs under this directory")
@@ -90,6 +96,8 @@ def main() -> None:
         row["vs_random"] = score(run_dir, "random", 0, args.random_episodes, args.seed)
         for n in (int(x) for x in args.mcts.split(",") if x):
             row[f"vs_mcts{n}"] = score(run_dir, "mcts", n, args.episodes, args.seed)
+        for depth in (int(x) for x in args.depths.split(",") if x and args.scripted):
+            row[f"vs_{args.scripted}{depth}"] = score(run_dir, args.scripted, 0, args.scripted_episodes, args.seed, depth, args.opening_plies)
         print(json.dumps(row), flush=True)
 
 

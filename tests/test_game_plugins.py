@@ -9,6 +9,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import torch
 
@@ -189,3 +190,29 @@ def test_a_users_auxiliary_loss_reaches_ppo(user_registries):
     logits, _ = model(obs)
     expected = -torch.log_softmax(logits, -1)[:, 0].mean()  # -log P(the one approved move)
     torch.testing.assert_close(stats["aux_loss"], expected.detach(), rtol=1e-5, atol=1e-6)
+
+
+def test_negamax_reads_openspiel_connect_four_as_the_plugins_own_board():
+    # The generic path's connect four (openspiel:connect_four, seat planes on) meets the same
+    # negamax: its observations read as the plug-in's board of the same position, for both movers.
+    import pyspiel
+
+    from league.envs.openspiel_env import OpenSpielEnv
+    from league.games.connect_four.negamax import OpenSpielConnectFourNegamaxPolicy, from_openspiel
+    from league.search import simulator_for
+
+    env, sim = OpenSpielEnv("connect_four"), simulator_for("connect_four")
+    spec = env.spec("player_0")
+    assert isinstance(scripted_factory("negamax", spec, depth=2).make_policy(seed=0), OpenSpielConnectFourNegamaxPolicy)
+    rng = np.random.default_rng(0)
+    compared = 0
+    for _ in range(20):
+        game, mine = pyspiel.load_game("connect_four").new_initial_state(), sim.initial_state()
+        while not game.is_terminal():
+            player = game.current_player()
+            np.testing.assert_array_equal(from_openspiel(env.observe(game, player)[None])[0], sim.observation(mine))
+            compared += 1
+            move = int(rng.choice(game.legal_actions()))
+            game.apply_action(move)
+            sim.apply(mine, move)
+    assert compared > 200

@@ -10,7 +10,7 @@ from league.games.connect_four.rules import RULES, bitboards, column_bits
 from league.policy import PolicyFactory
 from league.population.scripted import UNSCORED, BoardSearchPolicy, ScriptedFactory, check_board_shape
 
-__all__ = ["ConnectFourNegamaxPolicy", "make_negamax"]
+__all__ = ["ConnectFourNegamaxPolicy", "OpenSpielConnectFourNegamaxPolicy", "from_openspiel", "make_negamax"]
 
 
 class ConnectFourNegamaxPolicy(BoardSearchPolicy):
@@ -49,7 +49,37 @@ class ConnectFourNegamaxPolicy(BoardSearchPolicy):
         return {a: int(row[a]) for a in legal if row[a] != UNSCORED}
 
 
+#: OpenSpiel's connect four as ``env.name=openspiel:connect_four`` hands it over: planes of
+#: player 0's pieces, player 1's and the empty cells (row 0 at the bottom), then the
+#: observer's seat one-hot (``OpenSpielEnv``'s seat planes).
+OPENSPIEL_OBS_SHAPE = (6, 7, 5)
+
+
+def from_openspiel(obs: np.ndarray) -> np.ndarray:
+    """Observations ``[B, 6, 7, 5]`` of ``openspiel:connect_four`` in this plug-in's layout
+    ``[B, 6, 7, 2]`` (row 0 at the top; the observer's pieces, then the opponent's)."""
+    seat = (obs[:, 0, 0, 4] > 0.5).astype(np.int64)  # 1 where the observer is player 1
+    rows = np.arange(len(obs))
+    pieces = obs[:, ::-1, :, :2]  # OpenSpiel's row 0 is the bottom
+    mine = pieces[rows, :, :, seat]
+    theirs = pieces[rows, :, :, 1 - seat]
+    return np.ascontiguousarray(np.stack([mine, theirs], axis=-1), dtype=np.float32)
+
+
+class OpenSpielConnectFourNegamaxPolicy(ConnectFourNegamaxPolicy):
+    """:class:`ConnectFourNegamaxPolicy` on ``openspiel:connect_four``'s observations
+    (:func:`from_openspiel`), so the generic path's policies meet the same yardstick."""
+
+    obs_shape = OPENSPIEL_OBS_SHAPE
+
+    def _score_batch(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        return super()._score_batch(from_openspiel(obs), mask)
+
+
 def make_negamax(spec: AgentSpec, depth: int = 2, random_ties: bool = False) -> PolicyFactory:
-    """The ``negamax`` scripted player of search ``depth`` for connect-four agents."""
+    """The ``negamax`` scripted player of search ``depth`` for connect-four agents (the
+    plug-in's boards, or ``openspiel:connect_four``'s)."""
+    if (tuple(spec.obs_shape), spec.num_actions) == (OPENSPIEL_OBS_SHAPE, RULES.num_actions):
+        return ScriptedFactory(OpenSpielConnectFourNegamaxPolicy, depth=depth, random_ties=random_ties)
     check_board_shape("negamax", "connect four", ConnectFourNegamaxPolicy, spec)
     return ScriptedFactory(ConnectFourNegamaxPolicy, depth=depth, random_ties=random_ties)
