@@ -113,9 +113,11 @@ def league_state(
     payoff: PayoffTable,
     win_rates: Mapping[str, float],
     best_win_rate: float | None,
+    best_headline: float | None = None,
 ) -> dict[str, Any]:
     """The JSON-able ``league.json`` of a checkpoint (RNG states of this process included);
-    ``league`` is the :meth:`~league.leagues.TrainingLeague.state` of the run's league."""
+    ``league`` is the :meth:`~league.leagues.TrainingLeague.state` of the run's league;
+    ``best_headline`` the run's best headline value so far (:mod:`league.run.headline`)."""
     return {
         "iteration": int(iteration),
         "env_steps": int(env_steps),
@@ -126,6 +128,7 @@ def league_state(
         "payoff": payoff.to_dict(),
         "win_rates": dict(win_rates),
         "best_win_rate": best_win_rate,
+        "best_headline": best_headline,
         "rng": driver_rng_state(),
     }
 
@@ -138,6 +141,7 @@ class RestoredLeague:
     win_rates: dict[str, float]
     best_win_rate: float | None
     counters: dict[str, int]
+    best_headline: float | None = None
 
 
 def restore_league(checkpoint: Checkpoint, league: TrainingLeague) -> RestoredLeague:
@@ -151,10 +155,12 @@ def restore_league(checkpoint: Checkpoint, league: TrainingLeague) -> RestoredLe
         payoff = league.payoff
         win_rates = {str(k): float(v) for k, v in (saved.get("win_rates") or {}).items()}
         best = saved.get("best_win_rate")
+        best_headline = saved.get("best_headline")  # absent in checkpoints written before it was kept
         counters = {str(k): int(v) for k, v in (saved.get("counters") or {}).items()}
     except (KeyError, TypeError, ValueError, AttributeError) as err:
         raise CheckpointError(f"{checkpoint.path / 'league.json'}: league state does not load: {err!r}") from None
-    return RestoredLeague(payoff, win_rates, None if best is None else float(best), counters)
+    return RestoredLeague(payoff, win_rates, None if best is None else float(best), counters,
+                          None if best_headline is None else float(best_headline))
 
 
 def restore_learner(learner: LearnerFace, checkpoint: Checkpoint, policy_ids: list[str]) -> None:

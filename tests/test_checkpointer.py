@@ -102,3 +102,13 @@ def test_a_failed_run_still_gets_its_summary_when_no_final_checkpoint_can_be_wri
     with pytest.warns(UserWarning, match="no final checkpoint written after the failure"):
         summary = checkpointer.finish(run, elapsed=1.0, failed=True)
     assert summary["checkpoints"] == [] and json.loads((tmp_path / "summary.json").read_text())["checkpoints"] == []
+
+
+def test_the_headlines_best_value_survives_a_resume(run_of, tmp_path):
+    run, checkpointer = run_of()
+    run.headlines.best = 0.75  # as if an evaluation had scored it
+    path = checkpointer.save(run, "iter_00000001", flush=False)
+    assert read_checkpoint(path).league["best_headline"] == 0.75
+    resumed, _ = run_of(resume=str(path))
+    assert resumed.headlines.best == 0.75
+    assert resumed.headlines.current({"main": 0.5}, {}, {}).best == 0.75  # a weaker round after the resume keeps it

@@ -44,7 +44,8 @@ class Checkpointer:
             run.episodes.flush(run.samplers, run.league)
         evaluation = run.evaluation
         path = records.write_run_checkpoint(
-            self.root, name, run.clock, self.cfg, run.plan, run.league, run.learner, evaluation.win_rates, evaluation.best_win_rate
+            self.root, name, run.clock, self.cfg, run.plan, run.league, run.learner, evaluation.win_rates, evaluation.best_win_rate,
+            run.headlines.best,
         )
         self.paths = [p for p in self.paths if p != path and p.exists()] + [path]
         return path

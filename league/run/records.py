@@ -109,6 +109,7 @@ def write_run_checkpoint(
     learner: LearnerHandle,
     win_rates: Mapping[str, float],
     best_win_rate: float | None,
+    best_headline: float | None = None,
 ) -> Path:
     """Checkpoint ``name`` under ``root``: learning and frozen weights, every learning
     policy's learner state, the league's state and the run's counters (:mod:`league.checkpoint`)."""
@@ -118,6 +119,7 @@ def write_run_checkpoint(
     state = league_state(
         iteration=run.iteration, env_steps=run.env_steps, learning=learning, counters=plan.metrics.counters,
         league=league.state(), payoff=league.payoff, win_rates=win_rates, best_win_rate=best_win_rate,
+        best_headline=best_headline,
     )  # fmt: skip
     return write_checkpoint(
         root, name, iteration=run.iteration, env_steps=run.env_steps, config=asdict(cfg), league=state,

@@ -228,6 +228,7 @@ def build_run(cfg: RunConfig, clock: RunClock) -> Run:
         if checkpoint is not None:
             restored = restore_league(checkpoint, league)
             evaluation.win_rates, evaluation.best_win_rate = restored.win_rates, restored.best_win_rate
+            headlines.best = restored.best_headline  # the headline's best carries on, as the win rate's does
             clock.iteration, clock.env_steps, counters = checkpoint.iteration, checkpoint.env_steps, restored.counters
         torch.manual_seed(cfg.seed)
         learner = build.make_learner(cfg, algorithms)
