@@ -154,10 +154,13 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
         policies[pid] = pc
     cfg.policies = policies
     # An algorithm that acts by search (alphazero) needs an env whose copies hand it game states.
+    # So does one whose params ask for a search target (ppo's search_simulations > 0).
     searching = {f"policies.{pid}.algo": pc.algo for pid, pc in policies.items()}
+    search_params = {f"policies.{pid}.algo": pc.params for pid, pc in policies.items()}
     if not policies or group_specs:
         searching["algo.name"] = cfg.algo.name
-    check_search_algorithms(searching, cfg.env.name, cfg.env.kwargs, cfg.env.backend)
+        search_params["algo.name"] = cfg.algo.params
+    check_search_algorithms(searching, cfg.env.name, cfg.env.kwargs, cfg.env.backend, search_params)
     if group_specs:
         _fill_group_policies(cfg)
     s = cfg.sampler

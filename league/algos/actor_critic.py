@@ -12,7 +12,7 @@ postprocessing (:class:`GAEActorCritic`).
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -21,23 +21,44 @@ import torch
 from torch import nn
 
 from league.learn.algorithm import Algorithm, add_version_buffer
-from league.algos.distributions import SQUASHES, ActionDist, action_dist
+from league.algos.distributions import SQUASHES, ActionDist, action_dist, masked_log_probs
 from league.algos.models import ScaledValues, build_model, update_normalizers
 from league.algos.postprocessing import compute_gae, segment_gae
 from league.algos.torch_policy import ActorCriticPolicy
 from league.batch import Columns as C
 from league.batch import SampleBatch
 from league.policy import Policy
+from league.registry import Registry
 from league.typecheck import has_method
 
 if TYPE_CHECKING:
     from league.flow.iterators import LocalIterator
     from league.runtime.faces import LearnerHandle
 
-__all__ = ["ActorCriticOptions", "ActorCriticAlgorithm", "GAEActorCritic", "VALUE_SCALE", "value_error"]
+__all__ = ["ActorCriticOptions", "ActorCriticAlgorithm", "GAEActorCritic", "SEARCH_POLICY", "SEARCH_TARGET_POLICIES", "VALUE_SCALE",
+           "search_cross_entropy", "value_error"]
 
 #: Per-row column (one constant) the learner adds: value errors are divided by it in the loss.
 VALUE_SCALE = "value_scale"
+
+#: Per-row column of a search's policy (``float32[A]``, sums to 1 over legal moves; all 0 on a
+#: row no search ran for): AlphaZero's target, and PPO's with ``search_simulations > 0``.
+SEARCH_POLICY = "search_policy"
+
+
+#: The sampler-side policy of an actor-critic config that records a search's policy
+#: (``search_simulations > 0``): ``maker(model, dist, config, learns, seed) -> Policy``, a policy
+#: that still acts from its own distribution. The search package registers it (as "search")
+#: when imported: the algorithms sit below it and cannot import it.
+SEARCH_TARGET_POLICIES: Registry[Callable[..., Policy]] = Registry("search target policy")
+
+
+def search_cross_entropy(dist_inputs: torch.Tensor, action_mask: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """``cross_entropy(targets, pi)`` averaged over the rows that have a target (a row of zeros
+    has none and adds 0); no data-dependent control flow, so ``vmap`` takes it."""
+    per_row = -(targets * masked_log_probs(dist_inputs, action_mask)).sum(dim=-1)
+    has = (targets.sum(dim=-1) > 0).to(per_row.dtype)
+    return (per_row * has).sum() / has.sum().clamp_min(1.0)
 
 
 def value_error(values: torch.Tensor, targets: torch.Tensor, mb: Mapping[str, torch.Tensor]) -> torch.Tensor:

@@ -3,7 +3,10 @@
 Clipped surrogate objective, GAE computed on the sampler, optionally clipped value
 loss, entropy bonus, minibatch SGD epochs and gradient-norm clipping, and optionally an
 auxiliary loss a game plug-in registers (``aux_loss``: e.g. a search distilled into the
-policy; :mod:`league.algos.seams`). The whole update reads top to bottom in
+policy; :mod:`league.algos.seams`), and optionally a search's policy as a second target
+(``search_simulations``: the sampler's policy still acts from its own distribution and also
+records a Gumbel search's improved policy per row, :mod:`league.search.targets`; the loss adds
+``search_coef`` times its cross-entropy to the policy). The whole update reads top to bottom in
 :meth:`PPO.learn`; the training loop is :meth:`PPO.plan_fragment`.
 
 On-policy by default. With ``ParallelRollouts(mode="async")`` each sampler keeps one
@@ -33,7 +36,9 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from league.algos.actor_critic import VALUE_SCALE, ActorCriticOptions, GAEActorCritic, fresh_rows_plan
+from league.algos.actor_critic import (
+    SEARCH_POLICY, SEARCH_TARGET_POLICIES, VALUE_SCALE, ActorCriticOptions, GAEActorCritic, fresh_rows_plan, search_cross_entropy,
+)
 from league.learn.algorithm import PolicyState, batch_to_tensors
 from league.algos.distributions import ActionDist, Categorical
 from league.algos.models import input_features
@@ -43,6 +48,7 @@ from league.algos.sgd import check_max_policy_lag, check_minibatch_size, minibat
 from league.batch import Columns as C
 from league.batch import SampleBatch
 from league.envs.base import AgentSpec
+from league.policy import Policy
 
 if TYPE_CHECKING:
     from league.flow.iterators import LocalIterator
@@ -78,6 +84,12 @@ class PPOConfig(ActorCriticOptions):
     aux_loss: str | None = None
     aux_loss_coef: float = 1.0
     aux_loss_kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
+    # A search's improved policy as a second target (league.search.targets): > 0, the sampler runs
+    # a Gumbel search of that many simulations from each training row's game state (the policy
+    # still acts from its own distribution) and search_coef x cross_entropy(search, pi) is added.
+    # 0: off, at no cost. Needs an env that hands a search its states (as algo=alphazero).
+    search_simulations: int = 0
+    search_coef: float = 1.0
 
     def __post_init__(self) -> None:
         self.check_options("ppo")
@@ -92,12 +104,16 @@ class PPOConfig(ActorCriticOptions):
             raise ValueError(f"ppo.gamma and ppo.lam must lie in [0, 1], got {self.gamma}, {self.lam}")
         if not self.aux_loss_coef >= 0:
             raise ValueError(f"ppo.aux_loss_coef must be >= 0, got {self.aux_loss_coef}")
+        if isinstance(self.search_simulations, bool) or not isinstance(self.search_simulations, int) or self.search_simulations < 0:
+            raise ValueError(f"ppo.search_simulations must be an integer >= 0 (0: no search), got {self.search_simulations!r}")
+        if not self.search_coef >= 0:
+            raise ValueError(f"ppo.search_coef must be >= 0, got {self.search_coef}")
         if self.aux_loss is not None:
             AUXILIARY_LOSSES.get(self.aux_loss, "algo.params.aux_loss")  # a known name, or an error listing them
 
 
 #: Names of the statistics :func:`ppo_loss_terms` returns, in order.
-PPO_STATS = ("total_loss", "policy_loss", "vf_loss", "entropy", "approx_kl", "clip_frac", "aux_loss")
+PPO_STATS = ("total_loss", "policy_loss", "vf_loss", "entropy", "approx_kl", "clip_frac", "aux_loss", "search_loss")
 
 #: The column of the auxiliary loss's targets, added by :meth:`PPO.learn` when ``aux_loss`` is set.
 AUX_TARGETS = "aux_targets"
@@ -143,11 +159,15 @@ def ppo_loss_terms(
     if aux is not None:
         aux_loss = aux.loss(dist_inputs, mb[C.ACTION_MASK], mb[AUX_TARGETS])
         loss = loss + cfg.aux_loss_coef * aux_loss
+    search_loss = torch.zeros((), device=ent.device)
+    if cfg.search_simulations > 0:  # the search's policy, on the rows that have one
+        search_loss = search_cross_entropy(dist_inputs, mb[C.ACTION_MASK], mb[SEARCH_POLICY])
+        loss = loss + cfg.search_coef * search_loss
 
     with torch.no_grad():
         kl = ((ratio - 1) - log_ratio).mean()
         clip_frac = ((ratio - 1).abs() > cfg.clip_param).float().mean()
-        stats = torch.stack([loss, pg_loss, vf_loss, ent, kl, clip_frac, aux_loss]).detach()
+        stats = torch.stack([loss, pg_loss, vf_loss, ent, kl, clip_frac, aux_loss, search_loss]).detach()
     return loss, stats
 
 
@@ -164,12 +184,24 @@ class PPO(GAEActorCritic):
         self.aux: AuxiliaryLoss | None = auxiliary_loss(
             self.config.aux_loss, agent_spec.obs_shape, agent_spec.num_actions, self.config.aux_loss_kwargs
         )
+        if self.config.search_simulations and not isinstance(self.dist, Categorical):
+            raise ValueError("ppo.search_simulations searches over one Discrete action; this env's agents act on a Box or MultiDiscrete space")
+        #: The columns the loss reads (the search's policy too when it is on).
+        self.inputs = PPO_INPUTS + ((SEARCH_POLICY,) if self.config.search_simulations else ())
+
+    def make_policy(self, seed: int | None = None, learns: bool = True) -> Policy:
+        """The sampler-side policy; with ``search_simulations`` a learning one also records a
+        search's policy per training row (:data:`SEARCH_TARGET_POLICIES`; snapshots do not search)."""
+        if self.config.search_simulations and learns:
+            maker = SEARCH_TARGET_POLICIES.get("search", "algo.params.search_simulations")
+            return maker(self.make_model(), self.dist, self.config, learns, seed)
+        return super().make_policy(seed, learns)
 
     def learn(self, state: PolicyState, batch: SampleBatch) -> dict[str, float]:
         """``num_epochs`` passes of shuffled minibatch SGD on the clipped PPO loss."""
         cfg = self.config
         self._anneal_lr(state)
-        t = batch_to_tensors(batch, self.loss_inputs(*PPO_INPUTS), next(state.model.parameters()).device)
+        t = batch_to_tensors(batch, self.loss_inputs(*self.inputs), next(state.model.parameters()).device)
         self.prepare(state.model, t)
         if self.aux is not None:  # the auxiliary loss's targets (e.g. a search's moves), once for all epochs
             t[AUX_TARGETS] = self.aux.targets(t[C.OBS], t[C.ACTION_MASK])
@@ -184,9 +216,12 @@ class PPO(GAEActorCritic):
         are 0-dim tensors (read back once per update by :func:`~league.algos.sgd.minibatch_sgd`)."""
         loss, stats = ppo_loss_terms(self.config, model, mb, self.dist, self.aux)
         named = dict(zip(PPO_STATS, stats.unbind()))
-        if self.aux is None:  # always 0 then: not a statistic of this run
-            del named["aux_loss"]
+        for name in self._unused_stats():  # always 0 then: not a statistic of this run
+            del named[name]
         return loss, named
+
+    def _unused_stats(self) -> list[str]:
+        return [name for name, off in (("aux_loss", self.aux is None), ("search_loss", not self.config.search_simulations)) if off]
 
     def _anneal_lr(self, state: PolicyState) -> None:
         cfg = self.config
@@ -237,12 +272,11 @@ class PPO(GAEActorCritic):
             t[C.OBS] = features.reshape(k, n, *features.shape[1:])
 
         results = stacked_minibatch_sgd(
-            loss_terms, PPO_STATS, states, batches, PPO_INPUTS, cfg.num_epochs, cfg.minibatch_size, cfg.max_grad_norm, "PPO",
+            loss_terms, PPO_STATS, states, batches, self.inputs, cfg.num_epochs, cfg.minibatch_size, cfg.max_grad_norm, "PPO",
             prepare=prepare,
         )  # fmt: skip
-        if aux is None:  # always 0 then: not a statistic of this run (as in learn)
-            return [{k: v for k, v in r.items() if k != "aux_loss"} for r in results]
-        return results
+        unused = self._unused_stats()  # always 0 then: not statistics of this run (as in loss)
+        return [{k: v for k, v in r.items() if k not in unused} for r in results]
 
     def plan_fragment(self, rollouts: LocalIterator, learner: LearnerHandle, policy_ids: list[str]) -> LocalIterator:
         """Rollouts -> SelectExperiences -> ConcatBatches -> TrainOneStep (fresh rows only);

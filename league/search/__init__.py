@@ -11,9 +11,21 @@
   ``MCTSBot`` on OpenSpiel games): ``league-eval opponents=[mcts]``.
 * :mod:`league.search.puct`: AlphaZero-style PUCT over a policy's prior and value head,
   batched across the games played in lock-step: ``league-eval search=N``.
+* :mod:`league.search.gumbel`: Gumbel AlphaZero's search (Danihelka et al. 2022): Gumbel-top-k
+  root moves, sequential halving of the budget, completed Q values and the improved policy
+  ``softmax(logits + sigma(completed Q))``, batched as PUCT is; its own small tree (the
+  selection rules differ from PUCT's at the root and below it).
 * :mod:`league.search.alphazero`: search as an algorithm of its own, ``algo=alphazero``: a
-  policy that acts by PUCT from its env copies' states and learns the search's visits and
-  the games' outcomes (registered in :data:`league.algos.ALGORITHMS` on import).
+  policy that acts by search from its env copies' states (``search: puct``, the visits as the
+  target; ``search: gumbel``, the improved policy) and learns the search's policy and the
+  games' outcomes (registered in :data:`league.algos.ALGORITHMS` on import).
+* :mod:`league.search.targets`: search as a policy-improvement target of an actor-critic
+  learner, ``algo=ppo search_simulations=N``: PPO's sampler policy acts from its own
+  distribution and also records a Gumbel search's improved policy per training row, which
+  PPO's loss fits with weight ``search_coef`` (registered in
+  :data:`league.algos.actor_critic.SEARCH_TARGET_POLICIES` on import).
+
+Search at play time: ``league-eval search=N`` (PUCT over any league policy with a model).
 """
 
 from __future__ import annotations
@@ -22,9 +34,11 @@ from league.search.mcts import MCTSFactory, MCTSPlayer, uct_visits
 from league.search.player import PositionPlayer
 from league.search.puct import PUCTFactory, PUCTPlayer, policy_evaluator, puct_visits
 from league.search.simulator import SIMULATORS, Simulator, SimulatorMaker, has_simulator, rollout, simulator_for
+from league.search.gumbel import GumbelSearch, gumbel_search
+from league.search.targets import SearchTargetPolicy
 from league.search.alphazero import AlphaZero, AlphaZeroConfig, AlphaZeroPolicy  # noqa: E402 - after puct, which it uses
 
 __all__ = [
-    "AlphaZero", "AlphaZeroConfig", "AlphaZeroPolicy", "MCTSFactory", "MCTSPlayer", "PUCTFactory", "PUCTPlayer", "PositionPlayer", "SIMULATORS", "Simulator", "SimulatorMaker", "has_simulator",
-    "policy_evaluator", "puct_visits", "rollout", "simulator_for", "uct_visits",
+    "AlphaZero", "AlphaZeroConfig", "AlphaZeroPolicy", "GumbelSearch", "MCTSFactory", "MCTSPlayer", "PUCTFactory", "PUCTPlayer", "PositionPlayer", "SIMULATORS", "Simulator", "SimulatorMaker", "has_simulator",
+    "SearchTargetPolicy", "gumbel_search", "policy_evaluator", "puct_visits", "rollout", "simulator_for", "uct_visits",
 ]

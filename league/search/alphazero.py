@@ -11,6 +11,12 @@ plies of a game and the most visited move after them, with Dirichlet noise on th
 prior while exploring (``explore=True``: every league game; evaluation plays the most visited
 move, no noise). Each row records the search's visit distribution (:data:`SEARCH_POLICY`).
 
+With ``search: gumbel`` the search is Gumbel AlphaZero's (:mod:`league.search.gumbel`:
+Gumbel-top-k root moves, sequential halving, ``num_considered_actions``, ``c_visit``,
+``c_scale``): while exploring the policy plays the move sequential halving selected (the Gumbel
+noise explores; no temperature, no Dirichlet noise), greedily the improved policy's most likely
+move, and :data:`SEARCH_POLICY` is the improved policy ``softmax(logits + sigma(completed Q))``.
+
 The learner fits the model to the search: ``cross_entropy(visits, prior) + value_coef *
 (value - z)^2``, with ``z`` the game's outcome from the mover's side (the sampler's GAE with
 ``gamma = lam = 1``: the Monte Carlo return, bootstrapped from the value head only where a
@@ -40,7 +46,7 @@ import torch
 from torch import nn
 
 from league.algos import ALGORITHMS
-from league.algos.actor_critic import ActorCriticOptions, GAEActorCritic, fresh_rows_plan, value_error
+from league.algos.actor_critic import SEARCH_POLICY, ActorCriticOptions, GAEActorCritic, fresh_rows_plan, value_error
 from league.algos.distributions import ActionDist, masked_log_probs
 from league.algos.sgd import check_max_policy_lag, check_minibatch_size, minibatch_sgd
 from league.algos.torch_policy import ActorCriticPolicy
@@ -50,8 +56,10 @@ from league.envs.base import AgentSpec
 from league.envs.batched import SimulatorStates
 from league.learn.algorithm import PolicyState, batch_to_tensors
 from league.policy import Policy
+from league.search.gumbel import gumbel_search
 from league.search.puct import policy_evaluator, puct_visits
 from league.search.simulator import Simulator, simulator_for
+from league.search.targets import one_thread
 
 if TYPE_CHECKING:
     from league.flow.iterators import LocalIterator
@@ -59,8 +67,8 @@ if TYPE_CHECKING:
 
 __all__ = ["SEARCH_POLICY", "AlphaZero", "AlphaZeroConfig", "AlphaZeroPolicy", "check_search_algorithms"]
 
-#: The column of each row's search visit distribution (``float32[A]``, sums to 1 over legal moves).
-SEARCH_POLICY = "search_policy"
+#: The searches ``alphazero.search`` names.
+SEARCHES = ("puct", "gumbel")
 
 _INPUTS = [C.OBS, C.ACTION_MASK, SEARCH_POLICY, C.VALUE_TARGETS]
 
@@ -70,14 +78,21 @@ class AlphaZeroConfig(ActorCriticOptions):
     """AlphaZero's hyperparameters (model options: :class:`ActorCriticOptions`)."""
 
     lr: float = 1e-3
-    # PUCT simulations per move (each a leaf evaluated by the model, batched across env copies).
+    # The search: "puct" (AlphaZero's visits) or "gumbel" (Gumbel AlphaZero: sequential halving
+    # over Gumbel-sampled moves, the improved policy as the target; league.search.gumbel).
+    search: str = "puct"
+    # Simulations per move (each a leaf evaluated by the model, batched across env copies).
     num_simulations: int = 16
     c_puct: float = 1.25
-    # Moves drawn from visits ** (1 / temperature) for the first temperature_moves plies of a
-    # game (while exploring), the most visited one after.
+    # Gumbel's: moves considered at the root (m), and sigma(q) = (c_visit + max N) * c_scale * q.
+    num_considered_actions: int = 16
+    c_visit: float = 50.0
+    c_scale: float = 1.0
+    # PUCT: moves drawn from visits ** (1 / temperature) for the first temperature_moves plies
+    # of a game (while exploring), the most visited one after (Gumbel: its noise explores).
     temperature: float = 1.0
     temperature_moves: int = 4
-    # Dirichlet noise on the root prior while exploring: (1 - fraction) * P + fraction * Dir(alpha).
+    # PUCT: Dirichlet noise on the root prior while exploring: (1 - fraction) * P + fraction * Dir(alpha).
     dirichlet_alpha: float = 0.5
     dirichlet_fraction: float = 0.25
     value_coef: float = 1.0
@@ -93,9 +108,16 @@ class AlphaZeroConfig(ActorCriticOptions):
 
     def __post_init__(self) -> None:
         self.check_options("alphazero")
-        for name in ("lr", "c_puct", "temperature", "num_epochs", "minibatch_size", "train_batch_size", "max_grad_norm"):
+        if self.search not in SEARCHES:
+            raise ValueError(f"alphazero.search must be one of {SEARCHES}, got {self.search!r}")
+        for name in ("lr", "c_puct", "temperature", "num_epochs", "minibatch_size", "train_batch_size", "max_grad_norm",
+                     "c_scale"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"alphazero.{name} must be positive, got {getattr(self, name)}")
+        if not self.c_visit >= 0:
+            raise ValueError(f"alphazero.c_visit must be >= 0, got {self.c_visit}")
+        if isinstance(self.num_considered_actions, bool) or not isinstance(self.num_considered_actions, int) or self.num_considered_actions < 1:
+            raise ValueError(f"alphazero.num_considered_actions must be an integer >= 1, got {self.num_considered_actions!r}")
         for name in ("num_simulations", "temperature_moves"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -151,19 +173,15 @@ class AlphaZeroPolicy(ActorCriticPolicy):
         if cfg.num_simulations == 0:
             return self.compute_actions(obs, action_mask, explore)
         sim = self.simulator(states)
+        if cfg.search == "gumbel":
+            return self._gumbel_actions(sim, states, explore)
         noise = (cfg.dirichlet_alpha, cfg.dirichlet_fraction) if explore else None
         # The search's many small forward passes on one thread: a sampler is a one-core worker, and
         # an in-process learner's thread count (learner.num_threads=2) had each of them wait on a
         # second thread (connect four, 8 boards, a loaded machine: 10.8 -> 55.7 env steps/s).
-        threads = torch.get_num_threads()
-        if threads != 1:
-            torch.set_num_threads(1)
-        try:
+        with one_thread():
             visits = np.stack(puct_visits(sim, states.states, self._evaluate, cfg.num_simulations, self._rng, cfg.c_puct, noise))
             priors, values = self._evaluate(obs, action_mask)
-        finally:
-            if threads != 1:
-                torch.set_num_threads(threads)
         totals = visits.sum(axis=1, keepdims=True)
         policy = np.where(totals > 0, visits / np.maximum(totals, 1.0), priors)
         ply = getattr(sim, "ply", None)
@@ -180,6 +198,17 @@ class AlphaZeroPolicy(ActorCriticPolicy):
             C.VF_PREDS: np.zeros(len(obs), np.float32) if values is None else values.astype(np.float32),
             SEARCH_POLICY: policy.astype(np.float32),
         }
+
+    def _gumbel_actions(self, sim: Simulator, states: SimulatorStates, explore: bool) -> dict[str, np.ndarray]:
+        """Gumbel search: the move sequential halving selected (``explore``: with Gumbel noise) or
+        the improved policy's most likely one (greedy, no noise); the improved policy is the target."""
+        cfg = self.config
+        with one_thread():
+            out = gumbel_search(sim, states.states, self._evaluate, cfg.num_simulations, self._rng,
+                                cfg.num_considered_actions, cfg.c_visit, cfg.c_scale, gumbel=explore)
+        actions = out.actions if explore else out.policy.argmax(axis=1)
+        return {C.ACTIONS: actions.astype(np.int64), C.VF_PREDS: out.values.astype(np.float32),
+                SEARCH_POLICY: out.policy.astype(np.float32)}
 
 
 class AlphaZero(GAEActorCritic):
@@ -226,26 +255,40 @@ class AlphaZero(GAEActorCritic):
         return fresh_rows_plan(rollouts, learner, policy_ids, self.config.train_batch_size)
 
 
-def check_search_algorithms(algos: Mapping[str, str], env_name: str, env_kwargs: Mapping[str, Any], backend: str) -> None:
-    """Config check: every algorithm in ``algos`` (config key -> algorithm name) that acts by
-    search can play env ``env_name``: the batched env samplers build for it hands a search its
-    game states, and the simulator of those states exists.
+def check_search_algorithms(algos: Mapping[str, str], env_name: str, env_kwargs: Mapping[str, Any], backend: str,
+                            params: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+    """Config check: every algorithm in ``algos`` (config key -> algorithm name; ``params``: the
+    same keys -> their ``params``) that searches can play env ``env_name``: the batched env
+    samplers build for it hands a search its game states, and the simulator of those states
+    exists. An algorithm searches when it acts by search (AlphaZero's kind) or its params ask
+    for a search target (``search_simulations > 0``, PPO's).
 
     Raises:
         ValueError: naming the key, the env and what to do.
     """
     searching = {key: name for key, name in algos.items() if name in ALGORITHMS and issubclass(ALGORITHMS[name], AlphaZero)}
+    for key, name in algos.items():
+        simulations = (params or {}).get(key, {}).get("search_simulations", 0)
+        if key not in searching and isinstance(simulations, int) and simulations > 0:
+            searching[f"{key.rsplit('.', 1)[0]}.params.search_simulations"] = str(simulations)
     if not searching:
         return
     from league.envs.factory import EnvFactory
 
     key, name = next(iter(searching.items()))
     head = f"{key}={name} cannot play env '{env_name}'"
-    what = (
-        "AlphaZero searches from each env copy's game state, so it plays two-player perfect-information games with a "
-        "simulator: env=tictactoe or env=connect_four (env.backend=cpp, their default), or env.name=openspiel:<game>; "
-        "choose another algorithm (e.g. algo=ppo) for this env"
-    )
+    if key.endswith(".search_simulations"):
+        what = (
+            "A search target is searched from each env copy's game state, so it needs a two-player perfect-information "
+            "game with a simulator: env=tictactoe or env=connect_four (env.backend=cpp, their default), or "
+            f"env.name=openspiel:<game>; set {key}=0 (no search) for this env"
+        )
+    else:
+        what = (
+            "AlphaZero searches from each env copy's game state, so it plays two-player perfect-information games with a "
+            "simulator: env=tictactoe or env=connect_four (env.backend=cpp, their default), or env.name=openspiel:<game>; "
+            "choose another algorithm (e.g. algo=ppo) for this env"
+        )
     env = EnvFactory(env_name, env_kwargs, backend).batched(1, np.random.default_rng(0), openings=False)
     try:
         if not env.searchable:
