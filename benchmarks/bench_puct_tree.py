@@ -8,8 +8,9 @@ called (``PUCTPlayer``, ``algo=alphazero``). Both give the same visit counts
 (``tests/test_puct_forest.py``), so only the time differs. Figures, one JSON line each:
 
 * ``alphazero_env_steps_per_s``: self-play env steps/s on 128 C++ tic-tac-toe boards of an
-  AlphaZero policy of ``--speed-simulations`` simulations per move, and of PPO, beside it
-  (``bench_alphazero.speed``);
+  AlphaZero policy of ``--speed-simulations`` simulations per move, and of PPO beside it (as
+  ``bench_alphazero.speed``), in windows of ``--seconds`` taken in turn (PPO, each tree) for
+  ``--rounds`` rounds; the best window of each is the figure, every window is listed;
 * ``search_ms_per_move``: ms per move of ``PUCTPlayer`` (an untrained PPO policy's prior and
   value head) at N simulations on random positions, ``--batch`` positions per call and 1
   (``bench_search_play.policy_move_ms``), on connect four and hex 5x5.
@@ -17,7 +18,7 @@ called (``PUCTPlayer``, ``algo=alphazero``). Both give the same visit counts
 Run it under ``nice -n 19`` with ``OMP_NUM_THREADS=1`` beside other work (each line records
 the load average)::
 
-    python benchmarks/bench_puct_tree.py [--tree cpp python] [--n 16 64 256] [--seconds 8]
+    python benchmarks/bench_puct_tree.py [--tree python cpp] [--n 16 64 256] [--seconds 5 --rounds 3]
 """
 
 from __future__ import annotations
@@ -75,29 +76,64 @@ def untrained_policy(env_name: str, env_kwargs: dict[str, Any]) -> Any:
     return make_algorithm("ppo", spec, {}).make_policy(seed=0, learns=False)
 
 
+def interleaved_speed(trees: list[str], seconds: float, rounds: int, num_envs: int = 128, simulations: int = 16,
+                      fragment_length: int = 8) -> dict[str, list[float]]:
+    """Self-play env steps/s on ``num_envs`` C++ tic-tac-toe boards (as ``bench_alphazero.speed``):
+    PPO, and AlphaZero of ``simulations`` per move with each tree, in windows of ``seconds``
+    taken in turn for ``rounds`` rounds (a loaded machine slows them alike). Per config, each window's figure."""
+    from league.algos import make_algorithm
+    from league.envs.boards import BoardBatchedEnv
+    from league.envs.factory import EnvFactory
+    from league.sampling import Sampler
+    from league.sampling.matchups import FixedMatchups
+    from league.search import AlphaZero  # registers algo=alphazero
+
+    assert AlphaZero.name == "alphazero"
+    spec = BoardBatchedEnv("tictactoe", 1).agent_spec
+    samplers = {}
+    for name, params in (("ppo", {"model": "mlp"}), ("alphazero", {"model": "mlp", "num_simulations": simulations})):
+        samplers[name] = Sampler(
+            EnvFactory("tictactoe", backend="cpp"), policies={"main": make_algorithm(name, spec, params)},
+            matchups=FixedMatchups({"player_1": "main", "player_2": "main"}), num_envs=num_envs, fragment_length=fragment_length,
+        )
+        samplers[name].sample()  # warm-up
+    configs = [("ppo", "cpp")] + [("alphazero", tree) for tree in trees]
+    out: dict[str, list[float]] = {f"{name}_{tree}" if name == "alphazero" else name: [] for name, tree in configs}
+    for _ in range(rounds):
+        for name, tree in configs:
+            with search_tree(tree):
+                steps, start = 0, time.perf_counter()
+                while time.perf_counter() - start < seconds:
+                    steps += samplers[name].sample().env_steps
+            out[f"{name}_{tree}" if name == "alphazero" else name].append(round(steps / (time.perf_counter() - start), 1))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tree", nargs="+", default=["python", "cpp"], choices=["python", "cpp"])
     parser.add_argument("--n", type=int, nargs="+", default=[16, 64, 256], help="simulations per move for ms_per_move")
     parser.add_argument("--batch", type=int, default=16, help="positions per call for ms_per_move")
     parser.add_argument("--positions", type=int, default=16, help="positions timed per figure")
-    parser.add_argument("--seconds", type=float, default=8.0, help="seconds of sampling per env steps/s figure")
+    parser.add_argument("--seconds", type=float, default=5.0, help="seconds of sampling per env steps/s window")
     parser.add_argument("--speed-simulations", type=int, default=16)
     parser.add_argument("--skip-speed", action="store_true")
+    parser.add_argument("--skip-moves", action="store_true")
+    parser.add_argument("--rounds", type=int, default=3, help="env steps/s windows per config, configs in turn (the best is reported)")
     args = parser.parse_args()
 
-    from bench_alphazero import speed
     from bench_search_play import policy_move_ms
 
     from league.search import simulator_for
 
-    for tree in args.tree:
-        if args.skip_speed:
-            break
-        with search_tree(tree):
-            out = speed(seconds=args.seconds, simulations=args.speed_simulations)
-        _emit(figure="alphazero_env_steps_per_s", tree=tree, env="tictactoe", num_envs=128, simulations=args.speed_simulations, **out)
-    for env_name, kwargs in GAMES:
+    if not args.skip_speed:
+        windows = interleaved_speed(args.tree, args.seconds, args.rounds, simulations=args.speed_simulations)
+        best = {config: max(figures) for config, figures in windows.items()}
+        for tree in args.tree:
+            _emit(figure="alphazero_env_steps_per_s", tree=tree, env="tictactoe", num_envs=128, simulations=args.speed_simulations,
+                  alphazero=best[f"alphazero_{tree}"], ppo=best["ppo"], slowdown=round(best["ppo"] / best[f"alphazero_{tree}"], 1),
+                  windows=windows[f"alphazero_{tree}"], ppo_windows=windows["ppo"])
+    for env_name, kwargs in [] if args.skip_moves else GAMES:
         policy, sim = untrained_policy(env_name, kwargs), simulator_for(env_name, kwargs)
         for n in args.n:
             for batch in (args.batch, 1):
