@@ -57,10 +57,10 @@ from league.envs.base import AgentSpec
 from league.envs.batched import SimulatorStates
 from league.learn.algorithm import PolicyState, batch_to_tensors
 from league.policy import Policy
+from league.search import gumbel
 from league.search.gumbel import gumbel_search
-from league.search.puct import policy_evaluator, puct_visits
-from league.search.simulator import Simulator, simulator_for
-from league.search.targets import one_thread
+from league.search.puct import one_thread, policy_evaluator, puct_visits
+from league.search.simulator import Simulator, SimulatorCache, simulator_for
 
 if TYPE_CHECKING:
     from league.flow.iterators import LocalIterator
@@ -86,9 +86,9 @@ class AlphaZeroConfig(ActorCriticOptions):
     num_simulations: int = 16
     c_puct: float = 1.25
     # Gumbel's: moves considered at the root (m), and sigma(q) = (c_visit + max N) * c_scale * q.
-    num_considered_actions: int = 16
-    c_visit: float = 50.0
-    c_scale: float = 1.0
+    num_considered_actions: int = gumbel.NUM_CONSIDERED_ACTIONS
+    c_visit: float = gumbel.C_VISIT
+    c_scale: float = gumbel.C_SCALE
     # PUCT: moves drawn from visits ** (1 / temperature) for the first temperature_moves plies
     # of a game (while exploring), the most visited one after (Gumbel: its noise explores).
     temperature: float = 1.0
@@ -144,15 +144,7 @@ class AlphaZeroPolicy(ActorCriticPolicy):
         self.config = config
         self._rng = np.random.default_rng(seed)
         self._evaluate = policy_evaluator(self)
-        self._simulators: dict[str, Simulator] = {}
-
-    def simulator(self, states: SimulatorStates) -> Simulator:
-        """The simulator of ``states`` (built once per env name and kwargs)."""
-        key = f"{states.env_name}|{sorted(states.env_kwargs.items())!r}"
-        sim = self._simulators.get(key)
-        if sim is None:
-            sim = self._simulators[key] = simulator_for(states.env_name, states.env_kwargs, "algo=alphazero")
-        return sim
+        self._simulator = SimulatorCache("algo=alphazero")
 
     def compute_actions(self, obs: np.ndarray, action_mask: np.ndarray, explore: bool = True) -> dict[str, np.ndarray]:
         """Without game states: the network's prior acts (as an actor-critic policy), and the
@@ -173,7 +165,7 @@ class AlphaZeroPolicy(ActorCriticPolicy):
             raise ValueError(f"alphazero: {len(states.states)} game states for {len(obs)} rows")
         if cfg.num_simulations == 0:
             return self.compute_actions(obs, action_mask, explore)
-        sim = self.simulator(states)
+        sim = self._simulator(states.env_name, states.env_kwargs)
         if cfg.search == "gumbel":
             return self._gumbel_actions(sim, states, explore)
         noise = (cfg.dirichlet_alpha, cfg.dirichlet_fraction) if explore else None

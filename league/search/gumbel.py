@@ -47,7 +47,7 @@ import numpy as np
 from league.search.puct import Evaluator
 from league.search.simulator import Simulator, rollout
 
-__all__ = ["GumbelSearch", "considered_visit_sequence", "gumbel_search", "improved_policy", "sigma"]
+__all__ = ["C_SCALE", "C_VISIT", "GumbelSearch", "NUM_CONSIDERED_ACTIONS", "considered_visit_sequence", "gumbel_search", "improved_policy", "sigma"]
 
 #: Log-prior floor of a legal move whose prior underflowed to 0.
 _MIN_LOGIT = -60.0
@@ -160,9 +160,13 @@ def _score(root: _Node, gumbel: np.ndarray, c_visit: float, c_scale: float) -> n
     return gumbel + root.logits + sigma(root.completed_q(), root.counts.max(initial=0.0), c_visit, c_scale)
 
 
+#: The paper's defaults: moves considered at the root (m), and sigma(q) = (c_visit + max N) * c_scale * q.
+NUM_CONSIDERED_ACTIONS, C_VISIT, C_SCALE = 16, 50.0, 1.0
+
+
 def gumbel_search(
     sim: Simulator, roots: Sequence[Any], evaluate: Evaluator, simulations: int, rng: np.random.Generator,
-    num_considered_actions: int = 16, c_visit: float = 50.0, c_scale: float = 1.0, gumbel: bool = True,
+    num_considered_actions: int = NUM_CONSIDERED_ACTIONS, c_visit: float = C_VISIT, c_scale: float = C_SCALE, gumbel: bool = True,
 ) -> GumbelSearch:
     """Gumbel search of ``simulations`` simulations from every root state, in lock-step (see the
     module docstring): the roots' priors and values from one forward pass, then one forward pass

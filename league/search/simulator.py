@@ -28,7 +28,7 @@ import numpy as np
 from league.envs.base import MultiAgentEnv
 from league.registry import Registry
 
-__all__ = ["SIMULATORS", "Simulator", "SimulatorMaker", "has_simulator", "observations", "rollout", "simulator_for"]
+__all__ = ["SIMULATORS", "Simulator", "SimulatorCache", "SimulatorMaker", "has_simulator", "observations", "rollout", "simulator_for"]
 
 
 @runtime_checkable
@@ -120,6 +120,26 @@ def simulator_for(env_name: str, env_kwargs: Mapping[str, Any] | None = None, se
             f"for the env (league.search.SIMULATORS.register({env_name!r}, maker); docs/PLUGINS.md)"
         )
     return SIMULATORS.get(env_name, setting)(kwargs)
+
+
+class SimulatorCache:
+    """``cache(env_name, env_kwargs) -> Simulator``: :func:`simulator_for`, built once per env name
+    and kwargs (a policy that searches from handed states asks at every move).
+
+    Args:
+        setting: the key that asked for a search (named in :func:`simulator_for`'s errors).
+    """
+
+    def __init__(self, setting: str) -> None:
+        self.setting = setting
+        self._simulators: dict[str, Simulator] = {}
+
+    def __call__(self, env_name: str, env_kwargs: Mapping[str, Any]) -> Simulator:
+        key = f"{env_name}|{sorted(env_kwargs.items())!r}"
+        sim = self._simulators.get(key)
+        if sim is None:
+            sim = self._simulators[key] = simulator_for(env_name, env_kwargs, self.setting)
+        return sim
 
 
 def observations(sim: Simulator, states: Sequence[Any]) -> np.ndarray:

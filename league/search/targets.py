@@ -23,12 +23,9 @@ it by the completed Q values, a policy improvement by construction even with few
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
-import torch
 from torch import nn
 
 from league.algos.actor_critic import SEARCH_POLICY, SEARCH_TARGET_POLICIES
@@ -36,40 +33,10 @@ from league.algos.distributions import ActionDist
 from league.algos.torch_policy import ActorCriticPolicy
 from league.envs.batched import SimulatorStates
 from league.search.gumbel import gumbel_search
-from league.search.puct import policy_evaluator, puct_visits
-from league.search.simulator import Simulator, simulator_for
+from league.search.puct import one_thread, policy_evaluator, puct_visits
+from league.search.simulator import SimulatorCache
 
-__all__ = ["SearchTargetPolicy", "one_thread"]
-
-
-@contextlib.contextmanager
-def one_thread() -> Iterator[None]:
-    """Torch on one thread for the block: a search's many small forward passes on a sampler, a
-    one-core worker; an in-process learner's thread count (learner.num_threads=2) had each of
-    them wait on a second thread (connect four, 8 boards, a loaded machine: 10.8 -> 55.7 env steps/s)."""
-    threads = torch.get_num_threads()
-    if threads != 1:
-        torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        if threads != 1:
-            torch.set_num_threads(threads)
-
-
-class SimulatorCache:
-    """The simulator of handed states, built once per env name and kwargs."""
-
-    def __init__(self, setting: str) -> None:
-        self.setting = setting
-        self._simulators: dict[str, Simulator] = {}
-
-    def __call__(self, states: SimulatorStates) -> Simulator:
-        key = f"{states.env_name}|{sorted(states.env_kwargs.items())!r}"
-        sim = self._simulators.get(key)
-        if sim is None:
-            sim = self._simulators[key] = simulator_for(states.env_name, states.env_kwargs, self.setting)
-        return sim
+__all__ = ["SearchTargetPolicy"]
 
 
 class SearchTargetPolicy(ActorCriticPolicy):
@@ -78,7 +45,7 @@ class SearchTargetPolicy(ActorCriticPolicy):
     Args:
         model, dist, learns, seed: as :class:`ActorCriticPolicy`'s.
         config: the algorithm's config: ``search_simulations`` (> 0), and Gumbel's keys where it
-            has them (``num_considered_actions``, ``c_visit``, ``c_scale``; else the paper's 16, 50, 1).
+            has them (``num_considered_actions``, ``c_visit``, ``c_scale``; else :func:`gumbel_search`'s).
         search: "gumbel" (the improved policy) or "puct" (the visit distribution, no root noise).
     """
 
@@ -115,15 +82,14 @@ class SearchTargetPolicy(ActorCriticPolicy):
 
     def search_policy(self, states: SimulatorStates) -> np.ndarray:
         """``float64[B, A]``: the search's policy at each state (sums to 1 over the legal moves)."""
-        cfg, sim = self.config, self._simulator(states)
+        cfg, sim = self.config, self._simulator(states.env_name, states.env_kwargs)
         with one_thread():
             if self.search == "puct":
                 visits = np.stack(puct_visits(sim, states.states, self._evaluate, cfg.search_simulations, self._rng))
                 return visits / np.maximum(visits.sum(axis=1, keepdims=True), 1.0)
-            return gumbel_search(
-                sim, states.states, self._evaluate, cfg.search_simulations, self._rng, getattr(cfg, "num_considered_actions", 16),
-                getattr(cfg, "c_visit", 50.0), getattr(cfg, "c_scale", 1.0),
-            ).policy
+            # Gumbel's keys where the config has them (AlphaZero's), else gumbel_search's defaults (PPO's).
+            keys = {k: getattr(cfg, k) for k in ("num_considered_actions", "c_visit", "c_scale") if hasattr(cfg, k)}
+            return gumbel_search(sim, states.states, self._evaluate, cfg.search_simulations, self._rng, **keys).policy
 
 
 def make_search_target_policy(model: nn.Module, dist: ActionDist, config: Any, learns: bool, seed: int | None) -> SearchTargetPolicy:
