@@ -146,7 +146,7 @@ def test_apply_preset_merges_mappings_and_replaces_the_rest():
 @pytest.mark.parametrize(("env", "kwargs", "picked"), [
     ("openspiel:clobber", {}, "board_game"),
     ("openspiel:mnk", {"m": 7, "n": 7, "k": 4}, "board_game"),
-    ("openspiel:hex", {"board_size": 7, "observation": "observation"}, "board_game"),
+    ("openspiel:hex", {"board_size": 7, "observation": "observation", "seat_planes": False}, "board_game"),
     ("openspiel:liars_dice", {}, None),  # imperfect information
     ("openspiel:goofspiel", {"players": 2}, None),  # simultaneous moves
     ("openspiel:no_such_game", {}, None),  # the run's own checks report it

@@ -32,7 +32,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -41,7 +41,15 @@ import pyspiel
 from league.envs.base import AgentSpec, MultiAgentEnv, TimeStep, informative_mask
 
 __all__ = ["OBSERVATION_KINDS", "Observer", "OpenSpielEnv", "agent_name", "information_state_obs", "load_game",
-           "observation_kind", "same_for_every_player"]
+           "observation_kind", "game_params", "same_for_every_player"]
+
+#: :class:`OpenSpielEnv`'s own keyword arguments; every other env kwarg is a game parameter.
+ADAPTER_KWARGS = ("name", "max_episode_steps", "observation", "seat_planes")
+
+
+def game_params(env_kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """The game parameters among an ``openspiel:<game>`` env's kwargs (:data:`ADAPTER_KWARGS` left out)."""
+    return {k: v for k, v in env_kwargs.items() if k not in ADAPTER_KWARGS}
 
 #: What the observation holds: the player's information state or its observation tensor
 #: (``auto``: the information state where the game provides one, else the observation).

@@ -29,15 +29,12 @@ from league.presets import PRESETS, Preset
 
 __all__ = ["PRESET", "is_two_player_board_game"]
 
-#: Env kwargs of the OpenSpiel adapter that are not game parameters.
-_ENV_KEYS = ("observation", "max_episode_steps", "name")
-
-
 def is_two_player_board_game(env_name: str, env_kwargs: Mapping[str, Any]) -> bool:
     """Whether env ``env_name`` (built with ``env_kwargs``) is a two-player zero-sum game of
     perfect information with turns: an OpenSpiel game of that type, or an env with a
     registered simulator (a search plays only those). False for anything that cannot be
     told (a game that does not load: the run's own checks report it)."""
+    from league.envs.openspiel_env import game_params
     from league.envs.registry import openspiel_game_of
     from league.search.simulator import SIMULATORS
 
@@ -46,7 +43,7 @@ def is_two_player_board_game(env_name: str, env_kwargs: Mapping[str, Any]) -> bo
         return env_name in SIMULATORS
     import pyspiel
 
-    params = {k: v for k, v in env_kwargs.items() if k not in _ENV_KEYS}
+    params = game_params(env_kwargs)
     try:
         game = pyspiel.load_game(game_name, params) if params else pyspiel.load_game(game_name)
     except Exception:  # noqa: BLE001 - not loadable: not this preset's to judge
