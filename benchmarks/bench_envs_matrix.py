@@ -10,7 +10,9 @@ judged against. One JSON line per entry:
 
 * ``exit_code``, ``wall_s`` (process start to exit) and ``overrun_s`` (``wall_s`` past the budget);
 * ``env_steps_per_s`` (the run's summary: env steps over the whole run, start-up included),
-  ``raw_env_steps_per_s`` and their ratio ``vs_raw``;
+  ``raw_env_steps_per_s`` and their ratio ``vs_raw``; ``running_env_steps_per_s`` and
+  ``running_vs_raw``: the same from the run's first metrics row to its last (start-up excluded:
+  Ray, the sampler actors and their env copies, and the first iteration's sampling);
 * ``training_episodes`` (finished training episodes) and ``evaluations`` (rounds with a figure);
 * ``headline``: the run's final headline (metric, game shape, opponent, value, best, per side);
 * ``first_quarter`` / ``last_quarter``: the mean headline value (and each side's) over the first
@@ -130,6 +132,13 @@ def quarter(evals: list[dict[str, Any]], last: bool) -> dict[str, Any] | None:
             "sides": {s: round(statistics.fmean(v), 4) for s, v in sides.items()}}  # fmt: skip
 
 
+def running_speed(rows: list[dict[str, Any]]) -> float | None:
+    """Env steps per second between the first and the last metrics row (start-up excluded)."""
+    if len(rows) < 2 or rows[-1]["time_s"] <= rows[0]["time_s"]:
+        return None
+    return (rows[-1]["env_steps"] - rows[0]["env_steps"]) / (rows[-1]["time_s"] - rows[0]["time_s"])
+
+
 def run_entry(label: str, overrides: list[str], cap_s: float, raw_s: float, keep: Path | None = None) -> dict[str, Any]:
     """One entry: raw env speed, then ``league-train`` for its budget; returns its JSON line."""
     from league.cli.train import composed_values
@@ -162,11 +171,14 @@ def run_entry(label: str, overrides: list[str], cap_s: float, raw_s: float, keep
         row["error"] = stderr.strip()[-600:]
     steps_s = summary.get("env_steps_per_s")
     raw = row["raw_env_steps_per_s"]
+    running = running_speed(rows)
     evals = evaluations(rows)
     first, last = quarter(evals, last=False), quarter(evals, last=True)
     row.update(
         env_steps=summary.get("env_steps"), env_steps_per_s=steps_s,
         vs_raw=round(steps_s / raw, 2) if steps_s and raw else None,
+        running_env_steps_per_s=None if running is None else round(running, 1),
+        running_vs_raw=round(running / raw, 2) if running and raw else None,
         training_episodes=sum(int(r.get("episodes") or 0) for r in rows), evaluations=len(evals),
         headline=summary.get("headline"), first_quarter=first, last_quarter=last,
         improved=None if first is None or last is None or len(evals) < 2 else last["value"] > first["value"],

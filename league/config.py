@@ -111,7 +111,7 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
         raise ValueError(f"env '{cfg.env.name}' rejected env.kwargs {cfg.env.kwargs}: {err}") from err
     from league.run.env_checks import (
         bound_fragment_memory, check_exact_game, check_openings, check_symmetry, fit_time_budget,
-        policy_group, probe_env, resolve_env_groups,
+        policy_group, probe_env, resolve_env_groups, sample_while_learning,
     )
 
     try:
@@ -136,6 +136,7 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
     else:
         rows_per_step = max(1, int(acting * min(1.0, cfg.league.self_play_prob)))
     fit_time_budget(cfg, step_s, episode_limit, rows_per_step, sides=max(1, len(group_specs)))  # and fragments (bound_fragment_time)
+    sample_while_learning(cfg, step_s)
     spec = next(iter(specs.values()))
     specs_met = list(group_specs.values()) or [spec]  # what the algorithm's policies will see
     check_symmetry(cfg, specs_met)

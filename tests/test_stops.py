@@ -237,6 +237,28 @@ def test_a_slow_env_with_long_episodes_gets_fewer_copies_shorter_iterations_and_
     assert cfg.sampler.num_envs == 32
 
 
+def test_a_slow_env_samples_while_the_learner_updates_unless_a_mode_was_chosen():
+    # 5 ms a step (the probe's): remote samplers keep sampling through PPO's update, which then
+    # trains on rows up to one update old; a chosen mode, in-process samplers, per-policy
+    # algorithms and off-policy algorithms are left alone.
+    env = {"name": "slow_long", "kwargs": {"length": 1000, "step_s": 0.005}}
+    remote = {"num_samplers": 1, "num_envs": 4, "fragment_length": 32, "remote": True}
+    with pytest.warns(UserWarning, match=r"sampler.mode auto -> async, algo.params.max_policy_lag 0 -> 1: env 'slow_long' takes about"):
+        cfg = parse_run_config(short_run_values(env, sampler=remote))
+    assert (cfg.sampler.mode, cfg.algo.params["max_policy_lag"]) == ("async", 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        left = [
+            parse_run_config(short_run_values(env, sampler={**remote, "mode": "bulk_sync"})),
+            parse_run_config(short_run_values(env)),  # in-process samplers
+            parse_run_config(short_run_values({**env, "kwargs": {"length": 1000, "step_s": 0.0}}, sampler=remote)),
+        ]
+    assert [(c.sampler.mode, c.algo.params.get("max_policy_lag", 0)) for c in left] == [("bulk_sync", 0), ("auto", 0), ("auto", 0)]
+    mixed = parse_run_config(short_run_values(env, sampler=remote, policies={"a": {"algo": "ppo"}, "b": {"algo": "ppo"}},
+                                              league={"self_play_prob": 0.0}))  # fmt: skip
+    assert mixed.sampler.mode == "auto" and all(pc.params.get("max_policy_lag", 0) == 0 for pc in mixed.policies.values())
+
+
 def test_fast_envs_are_not_resized_by_a_time_budget():
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # any resizing warns
