@@ -41,6 +41,14 @@ def test_the_yaml_defaults_are_the_dataclass_defaults():
     assert parse_run_config(values).league == parse_run_config(default).league
 
 
+@pytest.mark.parametrize("env_file", ["connect_four", "tictactoe", "pistonball", "simple_spread", "pong"])
+def test_every_env_key_takes_an_override_without_a_plus(env_file):
+    # The env section's keys are in configs/config.yaml, so each env file has them all.
+    values = composed_values(f"env={env_file}", "env.opening_plies=2", "env.backend=pettingzoo")
+    assert set(dataclasses.asdict(RunConfig().env)) <= set(values["env"])
+    assert (values["env"]["opening_plies"], values["env"]["backend"]) == (2, "pettingzoo")
+
+
 @pytest.mark.parametrize("algo", sorted(ALGORITHMS))
 def test_each_algorithm_file_lists_its_config_defaults(algo):
     params = composed_values("preset=none", f"algo={algo}")["algo"]["params"]
