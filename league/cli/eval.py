@@ -36,6 +36,8 @@ Arguments are ``key=value`` pairs (lists in brackets, as in Hydra overrides):
   leaf value, or a random rollout for a policy without one), on any env with a simulator
   (every perfect-information ``openspiel:<game>``, and the envs game plug-ins register:
   ``connect_four``, ``tictactoe``);
+- ``search_method`` (``puct``): the search ``search`` plays: ``puct``, or ``gumbel`` (Gumbel
+  AlphaZero's sequential halving over the same prior and value, :mod:`league.search.gumbel`);
 - ``mcts``, as an opponent, on the same envs: UCT with random rollouts (OpenSpiel's own
   ``MCTSBot``, ``uct_c=2``, one rollout per leaf, solver on, on OpenSpiel games;
   :mod:`league.search.mcts`) of ``mcts_simulations`` (1000) simulations per move.
@@ -90,6 +92,7 @@ class EvalArgs:
     opening_plies: int = 0
     tactics: bool = False
     search: int = 0
+    search_method: str = "puct"
     mcts_simulations: int = 1000
 
 
@@ -153,6 +156,9 @@ def parse_args(argv: Sequence[str]) -> EvalArgs:
     for name in ("explore", "scripted_random_ties", "tactics"):
         if not isinstance(getattr(args, name), bool):
             raise ValueError(f"{name} must be true or false, got {getattr(args, name)!r}")
+    from league.search import SEARCH_PLAYERS
+
+    SEARCH_PLAYERS.get(args.search_method, "search_method")  # refused, with the known names, before any game
     if args.opening_plies and args.episodes % 2:
         raise ValueError(f"with opening_plies > 0 each opening is played from both seats: episodes must be even, got {args.episodes}")
     if (args.search or MCTS in args.opponents) and args.episodes % 2:
@@ -186,16 +192,18 @@ def evaluate_checkpoint(
     tactics: bool = False,
     search: int = 0,
     mcts_simulations: int = 1000,
+    search_method: str = "puct",
 ) -> tuple[list[PairResult], dict[str, float], dict[str, Any]]:
     """Play every (policy, opponent) pair; returns the results, Elo ratings and checkpoint
     info (with ``seats``: the agent of each seat, ``turn_based``: whether it is a two-player
-    turn-based game, and ``tactics`` when asked for). ``search``: the policies play with PUCT
-    search of that many simulations; ``mcts_simulations``: the ``mcts`` opponent's."""
+    turn-based game, and ``tactics`` when asked for). ``search``: the policies play with a
+    search (``search_method``: ``puct`` or ``gumbel``) of that many simulations;
+    ``mcts_simulations``: the ``mcts`` opponent's."""
     from league.algos import make_algorithm
     from league.checkpoint import find_checkpoint, read_checkpoint
     from league.cli import eval_games
     from league.population.ratings import Elo, RatingTable
-    from league.search import MCTSFactory, PUCTFactory, simulator_for
+    from league.search import MCTSFactory, SearchFactory, simulator_for
 
     if isinstance(search, bool) or not isinstance(search, int) or search < 0:
         raise ValueError(f"search must be an integer >= 0 (simulations per move; 0: no search), got {search!r}")
@@ -239,7 +247,7 @@ def evaluate_checkpoint(
     plain = dict(factories)  # what tactics score: the policies themselves
     if search:
         simulator = simulator_for(env_cfg["name"], env_kwargs, setting="search")
-        factories.update({pid: PUCTFactory(factories[pid], simulator, search) for pid in players})
+        factories.update({pid: SearchFactory(factories[pid], simulator, search, search_method) for pid in players})
     if opening_plies or search or MCTS in factories:
         if not turn_based:
             raise ValueError(f"search and {MCTS} need a two-player turn-based env; {env_cfg['name']!r} has agents {order}")
@@ -281,7 +289,7 @@ def _seat_names(info: dict[str, Any]) -> list[str]:
 
 def _print(
     results: list[PairResult], elo: dict[str, float], info: dict[str, Any], explore: bool, random_ties: bool = False,
-    opening_plies: int = 0, search: int = 0, mcts_simulations: int = 0,
+    opening_plies: int = 0, search: int = 0, mcts_simulations: int = 0, search_method: str = "puct",
 ) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -291,7 +299,7 @@ def _print(
     if opening_plies:
         mode += f", openings of {opening_plies} random plies"
     if search:
-        mode += f", search={search}"
+        mode += f", search={search}" + (f" ({search_method})" if search_method != "puct" else "")
     if any(r.opponent == MCTS for r in results):
         mode += f", {MCTS} of {mcts_simulations} simulations"
     header = f"league-eval: {info['checkpoint']} (iteration {info['iteration']}, {info['env_steps']} env steps, {info['env']}, {mode})"
@@ -334,12 +342,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parse_args(sys.argv[1:] if argv is None else argv)
         results, elo, info = evaluate_checkpoint(
             args.checkpoint, args.opponents, args.policies, args.episodes, args.explore, args.seed, args.num_envs, args.depth,
-            args.scripted_random_ties, args.opening_plies, args.tactics, args.search, args.mcts_simulations,
+            args.scripted_random_ties, args.opening_plies, args.tactics, args.search, args.mcts_simulations, args.search_method,
         )
     except ValueError as err:  # CheckpointError included
         print(f"league-eval: {err}", file=sys.stderr)
         return 2
-    _print(results, elo, info, args.explore, args.scripted_random_ties, args.opening_plies, args.search, args.mcts_simulations)
+    _print(results, elo, info, args.explore, args.scripted_random_ties, args.opening_plies, args.search, args.mcts_simulations,
+           args.search_method)
     if args.output:
         payload = {**info, "args": asdict(args), "results": [{**asdict(r), "win_rate": r.win_rate} for r in results], "elo": elo}
         Path(args.output).write_text(json.dumps(payload, indent=2))

@@ -25,20 +25,21 @@
   PPO's loss fits with weight ``search_coef`` (registered in
   :data:`league.algos.actor_critic.SEARCH_TARGET_POLICIES` on import).
 
-Search at play time: ``league-eval search=N`` (PUCT over any league policy with a model).
+Search at play time: ``league-eval search=N`` (PUCT over any league policy with a model;
+``search_method=gumbel``: Gumbel's search), :class:`SearchFactory` over :data:`SEARCH_PLAYERS`.
 """
 
 from __future__ import annotations
 
 from league.search.mcts import MCTSFactory, MCTSPlayer, uct_visits
-from league.search.player import PositionPlayer
-from league.search.puct import PUCTFactory, PUCTPlayer, policy_evaluator, puct_visits
+from league.search.player import SEARCH_PLAYERS, PositionPlayer, SearchFactory, SearchPlayer
+from league.search.puct import PUCTPlayer, policy_evaluator, puct_visits
 from league.search.simulator import SIMULATORS, Simulator, SimulatorMaker, has_simulator, rollout, simulator_for
-from league.search.gumbel import GumbelSearch, gumbel_search
+from league.search.gumbel import GumbelPlayer, GumbelSearch, gumbel_search
 from league.search.targets import SearchTargetPolicy
 from league.search.alphazero import AlphaZero, AlphaZeroConfig, AlphaZeroPolicy  # noqa: E402 - after puct, which it uses
 
 __all__ = [
-    "AlphaZero", "AlphaZeroConfig", "AlphaZeroPolicy", "GumbelSearch", "MCTSFactory", "MCTSPlayer", "PUCTFactory", "PUCTPlayer", "PositionPlayer", "SIMULATORS", "Simulator", "SimulatorMaker", "has_simulator",
-    "SearchTargetPolicy", "gumbel_search", "policy_evaluator", "puct_visits", "rollout", "simulator_for", "uct_visits",
+    "AlphaZero", "AlphaZeroConfig", "AlphaZeroPolicy", "GumbelPlayer", "GumbelSearch", "MCTSFactory", "MCTSPlayer", "PUCTPlayer", "PositionPlayer",
+    "SEARCH_PLAYERS", "SIMULATORS", "SearchFactory", "SearchPlayer", "Simulator", "SimulatorMaker", "has_simulator", "SearchTargetPolicy", "gumbel_search", "policy_evaluator", "puct_visits", "rollout", "simulator_for", "uct_visits",
 ]

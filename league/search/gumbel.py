@@ -44,10 +44,12 @@ from typing import Any
 
 import numpy as np
 
-from league.search.puct import Evaluator
+from league.policy import Policy
+from league.search.player import SEARCH_PLAYERS, SearchPlayer
+from league.search.puct import Evaluator, policy_evaluator
 from league.search.simulator import Simulator, rollout
 
-__all__ = ["C_SCALE", "C_VISIT", "GumbelSearch", "NUM_CONSIDERED_ACTIONS", "considered_visit_sequence", "gumbel_search", "improved_policy", "sigma"]
+__all__ = ["C_SCALE", "C_VISIT", "GumbelPlayer", "GumbelSearch", "NUM_CONSIDERED_ACTIONS", "considered_visit_sequence", "gumbel_search", "improved_policy", "sigma"]
 
 #: Log-prior floor of a legal move whose prior underflowed to 0.
 _MIN_LOGIT = -60.0
@@ -259,3 +261,28 @@ def _expand(sim: Simulator, leaves: list[tuple[_Node, list[tuple[_Node, int]]]],
         leaf.estimate = float(returns[leaf.player])
         if backup:
             _backup(path, returns)
+
+
+class GumbelPlayer(SearchPlayer):
+    """A league policy playing with Gumbel search of ``simulations`` simulations per move
+    (``league-eval search=N search_method=gumbel``): greedy play considers the ``m`` moves of
+    highest prior without Gumbel noise and plays sequential halving's choice; ``explore`` adds
+    the noise (the paper's acting rule). With 0 simulations the policy itself plays.
+
+    Args:
+        policy: the policy whose prior and value guide the search.
+        simulator: the game's simulator (its observations are the policy's).
+        simulations: simulations per move.
+        seed: seeds the Gumbel noise and the rollouts of a policy without a value head.
+    """
+
+    def __init__(self, policy: Policy, simulator: Simulator, simulations: int, seed: int | None = None) -> None:
+        super().__init__(policy, simulator, simulations, seed)
+        self._evaluate = policy_evaluator(policy)
+
+    def search_actions(self, positions: Sequence[Any], explore: bool) -> np.ndarray:
+        """Sequential halving's move at each position."""
+        return gumbel_search(self.simulator, positions, self._evaluate, self.simulations, self._rng, gumbel=explore).actions
+
+
+SEARCH_PLAYERS.register("gumbel", GumbelPlayer)

@@ -30,11 +30,11 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from league._core import PUCT_EXPAND, PUCTForest
-from league.policy import Policy, PolicyFactory, masked_uniform_probabilities
-from league.search.player import PositionPlayer
+from league.policy import Policy, masked_uniform_probabilities
+from league.search.player import SEARCH_PLAYERS, SearchPlayer
 from league.search.simulator import Simulator, observations, rollout
 
-__all__ = ["Evaluator", "PUCTFactory", "PUCTPlayer", "one_thread", "policy_evaluator", "puct_visits"]
+__all__ = ["Evaluator", "PUCTPlayer", "one_thread", "policy_evaluator", "puct_visits"]
 
 #: ``evaluate(obs[B, ...], masks[B, A]) -> (priors float[B, A], values float[B] or None)``:
 #: the policy's distribution and, if it has a value head, its values for the player to move.
@@ -200,7 +200,7 @@ def _evaluate(sim: Simulator, forest: PUCTForest, states: Sequence[Any], nodes: 
         returns[rows, nodes.players[rows]] = v
 
 
-class PUCTPlayer(PositionPlayer):
+class PUCTPlayer(SearchPlayer):
     """A league policy playing with PUCT search of ``simulations`` simulations per move (see
     the module docstring); with 0 simulations the policy itself plays.
 
@@ -213,19 +213,12 @@ class PUCTPlayer(PositionPlayer):
     """
 
     def __init__(self, policy: Policy, simulator: Simulator, simulations: int, seed: int | None = None, c_puct: float = 1.25) -> None:
-        if isinstance(simulations, bool) or not isinstance(simulations, (int, np.integer)) or simulations < 0:
-            raise ValueError(f"search must be an integer >= 0 (simulations per move; 0: no search), got {simulations!r}")
-        super().__init__(simulator)
-        self.policy = policy
-        self.simulations = int(simulations)
+        super().__init__(policy, simulator, simulations, seed)
         self.c_puct = float(c_puct)
         self._evaluate = policy_evaluator(policy)
-        self._rng = np.random.default_rng(seed)
 
-    def act_at(self, positions: Sequence[Any], obs: np.ndarray, action_mask: np.ndarray, explore: bool = False) -> np.ndarray:
+    def search_actions(self, positions: Sequence[Any], explore: bool) -> np.ndarray:
         """The most visited move at each position (``explore``: drawn in proportion to the visits)."""
-        if self.simulations == 0:
-            return np.asarray(self.policy.compute_actions(obs, action_mask, explore=explore)["actions"], dtype=np.int64)
         actions = np.empty(len(positions), dtype=np.int64)
         for i, visits in enumerate(puct_visits(self.simulator, positions, self._evaluate, self.simulations, self._rng, self.c_puct)):
             if explore:
@@ -234,26 +227,5 @@ class PUCTPlayer(PositionPlayer):
                 actions[i] = int(np.argmax(visits))
         return actions
 
-    def get_weights(self) -> dict[str, np.ndarray]:
-        """The searched policy's weights."""
-        return self.policy.get_weights()
 
-    def set_weights(self, weights: dict[str, np.ndarray]) -> None:
-        """Load the searched policy's weights."""
-        self.policy.set_weights(weights)
-
-
-class PUCTFactory(PolicyFactory):
-    """Builds :class:`PUCTPlayer` s around the policies of another factory (``league-eval search=N``)."""
-
-    def __init__(self, base: PolicyFactory, simulator: Simulator, simulations: int, c_puct: float = 1.25) -> None:
-        if isinstance(simulations, bool) or not isinstance(simulations, (int, np.integer)) or simulations < 0:
-            raise ValueError(f"search must be an integer >= 0 (simulations per move; 0: no search), got {simulations!r}")
-        self.base = base
-        self.simulator = simulator
-        self.simulations = int(simulations)
-        self.c_puct = c_puct
-
-    def make_policy(self, seed: int | None = None, learns: bool = False) -> Policy:
-        """The base factory's policy (not learning) playing with search; weights go to it."""
-        return PUCTPlayer(self.base.make_policy(seed=seed, learns=False), self.simulator, self.simulations, seed, self.c_puct)
+SEARCH_PLAYERS.register("puct", PUCTPlayer)
