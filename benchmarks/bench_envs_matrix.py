@@ -17,8 +17,8 @@ judged against. One JSON line per entry:
 * ``headline``: the run's final headline (metric, game shape, opponent, value, best, per side);
 * ``first_quarter`` / ``last_quarter``: the mean headline value (and each side's) over the first
   and the last quarter of the run's evaluations (each evaluation counted once: consecutive
-  metrics rows repeating the same figures are one), and ``improved``: last above first (for a
-  return or win rate, higher is better);
+  metrics rows repeating the same figures are one), and ``improved``: last above first (below,
+  for a headline whose ``mode`` is ``min``: the poker presets' exploitability);
 * ``warnings``: the run's UserWarning lines (what the config check changed), shortened.
 
 Usage::
@@ -181,7 +181,8 @@ def run_entry(label: str, overrides: list[str], cap_s: float, raw_s: float, keep
         running_vs_raw=round(running / raw, 2) if running and raw else None,
         training_episodes=sum(int(r.get("episodes") or 0) for r in rows), evaluations=len(evals),
         headline=summary.get("headline"), first_quarter=first, last_quarter=last,
-        improved=None if first is None or last is None or len(evals) < 2 else last["value"] > first["value"],
+        improved=None if first is None or last is None or len(evals) < 2 else (
+            last["value"] < first["value"] if (summary.get("headline") or {}).get("mode") == "min" else last["value"] > first["value"]),
     )  # fmt: skip
     return row
 

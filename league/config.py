@@ -219,6 +219,8 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
     check_stop_metric(cfg.stop.metric, cfg.stop.mode)
     if cfg.eval.metric not in ("auto", "win_rate", "return"):
         check_metric_key(cfg.eval.metric, "eval.metric (auto, win_rate, return or a metric key)")
+    if cfg.eval.metric_mode not in ("max", "min"):
+        raise ValueError(f"eval.metric_mode must be 'max' (higher is better) or 'min' (lower is better), got {cfg.eval.metric_mode!r}")
     if cfg.eval.opponent != "random":
         raise ValueError(f"eval.opponent '{cfg.eval.opponent}' is not supported (known: random)")
     _check_eval(cfg, spec)

@@ -109,10 +109,13 @@ def headline_status(row: Mapping[str, Any]) -> tuple[str, str] | None:
         return None
     from league.run.headline import Headline
 
-    metric = str(head.get("metric"))
-    h = Headline(metric, head.get("shape"), str(head.get("opponent", "random")), dict(head.get("sides") or {}), head.get("value"), head.get("best"))
-    if metric not in ("win_rate", "return"):
-        return f"{metric} {_figure(row, metric)}", metric
+    h = Headline.from_dict(head)
+    metric = h.metric
+    if metric not in ("win_rate", "return"):  # a metric key: its latest value (the row's, else the last seen) and the best
+        shown = _figure(row, metric)  # per policy where the row has the key
+        if shown == "-" and h.value is not None:
+            shown = f"{h.value:.4g}"
+        return f"{metric} {shown}" + ("" if h.best is None else f" (best {h.best:.4g})"), metric
     sides = " ".join(f"{pid}={v:.3f}" if metric == "win_rate" else f"{pid}={v:.3g}" for pid, v in h.sides.items()) or "-"
     best = "" if h.best is None else f" (best {h.best:.3f})" if metric == "win_rate" else f" (best {h.best:.3g})"
     figure = f"{h.label()} {sides}{best}"

@@ -87,6 +87,19 @@ def test_headlines_keep_the_best_and_read_a_metric_key_from_the_row():
     assert by_key.current({}, {}, {}, {"eval_return_median": {"main": 180.0, "other": 200.0}}).value == 190.0
 
 
+def test_a_metric_key_headline_carries_its_latest_value_and_its_best_follows_the_mode():
+    # Exact exploitability is measured every few iterations; lower is better (eval.metric_mode=min).
+    keeper = Headlines("exploitability/meta_strategy", "auto", 2, 1, True, None, mode="min")
+    rows = [{}, {"exploitability": {"main": 0.4, "meta_strategy": 0.17}}, {}, {"exploitability": {"meta_strategy": 0.05}}, {},
+            {"exploitability": {"meta_strategy": 0.09}}]  # fmt: skip
+    seen = [(h.value, h.best) for h in (keeper.current({}, {}, {}, row) for row in rows)]
+    assert seen == [(None, None), (0.17, 0.17), (0.17, 0.17), (0.05, 0.05), (0.05, 0.05), (0.09, 0.05)]
+    head = keeper.current({}, {}, {}, {}).as_dict()
+    assert head["mode"] == "min"
+    line = format_status({"iteration": 6, "env_steps": 1000, "env_steps_per_s": 10.0, "snapshots": 1, "headline": head}, 60.0, None)
+    assert "exploitability/meta_strategy 0.09 (best 0.05)" in line
+
+
 def test_a_co_op_looking_game_run_as_sides_is_told_to_declare_one_team():
     keeper = Headlines("auto", "auto", 2, 2, True, None)
     with warnings.catch_warnings(record=True) as caught:

@@ -41,6 +41,15 @@ def test_the_yaml_defaults_are_the_dataclass_defaults():
     assert parse_run_config(values).league == parse_run_config(default).league
 
 
+@pytest.mark.parametrize("env_file", ["kuhn_poker", "leduc_poker"])
+def test_the_poker_presets_headline_is_the_meta_strategys_exact_exploitability(env_file):
+    cfg = parse_run_config(composed_values(f"env={env_file}"))
+    assert (cfg.eval.metric, cfg.eval.metric_mode, cfg.eval.interval) == ("exploitability/meta_strategy", "min", 0)
+    assert cfg.league.exploitability_interval > 0  # what the headline reads
+    with pytest.raises(ValueError, match="eval.metric_mode must be 'max' .* or 'min' .*, got 'sideways'"):
+        parse_run_config(composed_values(f"env={env_file}", "eval.metric_mode=sideways"))
+
+
 @pytest.mark.parametrize("env_file", ["connect_four", "tictactoe", "pistonball", "simple_spread", "pong"])
 def test_every_env_key_takes_an_override_without_a_plus(env_file):
     # The env section's keys are in configs/config.yaml, so each env file has them all.

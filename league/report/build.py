@@ -116,11 +116,7 @@ def _header(run: RunData) -> str:
 def _headline(head: Any) -> Headline | None:
     if not isinstance(head, Mapping) or not isinstance(head.get("metric"), str):
         return None
-    raw = head.get("sides")
-    sides: Mapping[Any, Any] = raw if isinstance(raw, Mapping) else {}
-    value = head.get("value") if is_number(head.get("value")) else None
-    return Headline(head["metric"], head.get("shape") if isinstance(head.get("shape"), str) else None,
-                    str(head.get("opponent", "random")), {str(k): v for k, v in sides.items() if is_number(v)}, value)  # fmt: skip
+    return Headline.from_dict(head)
 
 
 def _headline_text(head: Any) -> str | None:

@@ -29,6 +29,7 @@ Pure functions and one small class: no Ray, no env.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from collections.abc import Iterable, Mapping
@@ -131,6 +132,7 @@ class Headline:
         sides: each learning policy's (side's) figure, for ``win_rate`` and ``return``.
         value: the headline (the sides' mean; a metric key's value), None before any evaluation.
         best: the best ``value`` of the run so far.
+        mode: which way it improves: ``max`` (higher is better) or ``min`` (``eval.metric_mode``).
     """
 
     metric: str
@@ -139,11 +141,26 @@ class Headline:
     sides: dict[str, float] = field(default_factory=dict)
     value: float | None = None
     best: float | None = None
+    mode: str = "max"
+
+    @classmethod
+    def from_dict(cls, head: Mapping[str, Any]) -> Headline:
+        """The headline a metrics row's or ``summary.json``'s ``headline`` mapping holds (what
+        :meth:`as_dict` wrote; entries of the wrong type read as absent)."""
+        def number(x: Any) -> float | None:
+            return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None
+
+        raw = head.get("sides")
+        sides = {str(k): float(v) for k, v in (raw.items() if isinstance(raw, Mapping) else ()) if number(v) is not None}
+        shape = head.get("shape") if isinstance(head.get("shape"), str) else None
+        mode = "min" if head.get("mode") == "min" else "max"
+        return cls(str(head.get("metric", "win_rate")), shape, str(head.get("opponent", "random")), sides, number(head.get("value")),
+                   number(head.get("best")), mode)  # fmt: skip
 
     def as_dict(self) -> dict[str, Any]:
         """The ``headline`` mapping of a metrics row and ``summary.json``."""
         return {"metric": self.metric, "shape": self.shape, "opponent": self.opponent, "value": self.value,
-                "best": self.best, "sides": dict(self.sides)}  # fmt: skip
+                "best": self.best, "mode": self.mode, "sides": dict(self.sides)}  # fmt: skip
 
     def label(self) -> str:
         """What the figure is, in words: ``win rate vs negamax``, ``mean return``, a metric key."""
@@ -187,14 +204,18 @@ class Headlines:
         num_sides: its sides (``env.groups``, else one per agent).
         one_spec: every agent has the same spaces (so one team could play every seat).
         yardstick: ``eval.yardstick`` (None: none).
+        mode: ``eval.metric_mode``: ``max`` (higher is better) or ``min``; the best follows it.
     """
 
-    def __init__(self, metric: str, declared_shape: str, num_agents: int, num_sides: int, one_spec: bool, yardstick: str | None) -> None:
-        self.metric, self.declared_shape = metric, declared_shape
+    def __init__(
+        self, metric: str, declared_shape: str, num_agents: int, num_sides: int, one_spec: bool, yardstick: str | None, mode: str = "max",
+    ) -> None:
+        self.metric, self.declared_shape, self.mode = metric, declared_shape, mode
         self.num_agents, self.num_sides, self.one_spec = num_agents, num_sides, one_spec
         self.yardstick = yardstick
         self.evidence = RewardEvidence()
         self.best: float | None = None
+        self._latest_key_value: float | None = None  # a metric key's latest value (rows that lack the key keep it)
         self._warned = False
 
     def observe(self, episodes: Iterable[Mapping[str, Any]]) -> None:
@@ -209,18 +230,22 @@ class Headlines:
     def current(
         self, win_rates: Mapping[str, float], returns: Mapping[str, float], yardstick_rates: Mapping[str, float], row: Mapping[str, Any] | None = None
     ) -> Headline:
-        """The headline from the latest evaluation figures (a metric key's from ``row``), its
-        best value so far updated."""
+        """The headline from the latest evaluation figures (a metric key's from ``row``, else its
+        latest value: exact exploitability, say, is measured every few iterations), its best
+        value so far updated (the highest, or the lowest with ``mode`` min)."""
         h = choose_headline(self.metric, self.shape(), win_rates, returns, self.yardstick, yardstick_rates)
         value = h.value
-        if value is None and h.metric not in ("win_rate", "return") and row is not None:
+        if value is None and h.metric not in ("win_rate", "return"):
             from league.run.stops import figures, lookup
 
-            numbers = figures(lookup(row, h.metric))
-            value = sum(numbers) / len(numbers) if numbers else None
+            numbers = figures(lookup(row, h.metric)) if row is not None else None
+            if numbers:
+                self._latest_key_value = sum(numbers) / len(numbers)
+            value = self._latest_key_value
         if value is not None:
-            self.best = value if self.best is None else max(self.best, value)
-        return Headline(h.metric, h.shape, h.opponent, h.sides, value, self.best)
+            better = max if self.mode == "max" else min
+            self.best = value if self.best is None else better(self.best, value)
+        return Headline(h.metric, h.shape, h.opponent, h.sides, value, self.best, self.mode)
 
     def _warn_if_coop(self) -> None:
         ev = self.evidence
@@ -254,7 +279,7 @@ def final_figure(summary: dict[str, Any], history: Iterable[Mapping[str, Any]]) 
         value = final_value(history, metric)
         head["value"] = value
     summary["metric"], summary["final_metric"] = metric, value
-    h = Headline(metric, head.get("shape"), str(head.get("opponent", "random")), dict(head.get("sides") or {}), value, head.get("best"))
+    h = dataclasses.replace(Headline.from_dict(head), value=value)
     shape = SHAPE_ABOUT.get(h.shape or "", "shape not yet seen")
     sides = " ".join(f"{pid}={v:.4g}" for pid, v in h.sides.items())
     per_side = f"; per side {sides}" if len(h.sides) > 1 else ""

@@ -183,6 +183,9 @@ class EvalConfig:
     # single_agent, team, coop and general_sum, win_rate for zero_sum); or any metric key of
     # the metrics rows (as stop.metric: eval_return_median, main/entropy; league.run.stops).
     metric: str = "auto"
+    # Which way the headline improves: max (higher is better) or min (a metric key such as
+    # exploitability/meta_strategy, the poker presets' headline). The run's best follows it.
+    metric_mode: str = "max"
 
 
 @dataclass

@@ -263,7 +263,7 @@ def _headlines(cfg: RunConfig, agents: list[str]) -> Headlines:
     sides = len(cfg.env.groups) or len(agents)
     # Without groups every agent has the same spaces (build.agent_spec refuses otherwise).
     one_spec = sides < 2 or not cfg.env.groups or len(set(build.agent_specs(cfg).values())) == 1
-    return Headlines(cfg.eval.metric, cfg.eval.shape, len(agents), sides, one_spec, cfg.eval.yardstick)
+    return Headlines(cfg.eval.metric, cfg.eval.shape, len(agents), sides, one_spec, cfg.eval.yardstick, cfg.eval.metric_mode)
 
 
 def close_samplers(samplers: list[SamplerHandle]) -> None:
