@@ -9,6 +9,7 @@ never as live ``DictConfig`` s.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -136,7 +137,7 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
     else:
         rows_per_step = max(1, int(acting * min(1.0, cfg.league.self_play_prob)))
     fit_time_budget(cfg, step_s, episode_limit, rows_per_step, sides=max(1, len(group_specs)))  # and fragments (bound_fragment_time)
-    sample_while_learning(cfg, step_s)
+    sample_while_learning(cfg, step_s, sum(math.prod(s.obs_shape) for s in specs.values()))
     spec = next(iter(specs.values()))
     specs_met = list(group_specs.values()) or [spec]  # what the algorithm's policies will see
     check_symmetry(cfg, specs_met)

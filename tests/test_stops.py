@@ -29,24 +29,24 @@ from run_helpers import composed_values, short_run_values
 
 class SlowLong(gym.Env):
     """Slow to build (``build_s`` seconds, as Atari or pistonball copies are) and to step, with
-    episodes of ``length`` steps, each rewarded 1."""
+    episodes of ``length`` steps, each rewarded 1, and observations of ``obs_size`` values."""
 
-    observation_space = spaces.Box(0.0, 1.0, (1,), np.float32)
     action_space = spaces.Discrete(2)
 
-    def __init__(self, length: int = 100, build_s: float = 0.0, step_s: float = 0.0) -> None:
+    def __init__(self, length: int = 100, build_s: float = 0.0, step_s: float = 0.0, obs_size: int = 1) -> None:
         time.sleep(build_s)
         self.length, self.step_s, self.t = length, step_s, 0
+        self.observation_space = spaces.Box(0.0, 1.0, (obs_size,), np.float32)
 
     def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
         super().reset(seed=seed)
         self.t = 0
-        return np.zeros(1, np.float32), {}
+        return np.zeros(self.observation_space.shape, np.float32), {}
 
     def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
         time.sleep(self.step_s)
         self.t += 1
-        return np.array([min(self.t / self.length, 1.0)], np.float32), 1.0, self.t >= self.length, False, {}
+        return np.full(self.observation_space.shape, min(self.t / self.length, 1.0), np.float32), 1.0, self.t >= self.length, False, {}
 
 
 register_env("slow_long", lambda **kw: GymnasiumEnv(SlowLong(**kw), name="slow_long"), overwrite=True)
@@ -238,10 +238,10 @@ def test_a_slow_env_with_long_episodes_gets_fewer_copies_shorter_iterations_and_
 
 
 def test_a_slow_env_samples_while_the_learner_updates_unless_a_mode_was_chosen():
-    # 5 ms a step (the probe's): remote samplers keep sampling through PPO's update, which then
-    # trains on rows up to one update old; a chosen mode, in-process samplers, per-policy
-    # algorithms and off-policy algorithms are left alone.
-    env = {"name": "slow_long", "kwargs": {"length": 1000, "step_s": 0.005}}
+    # 5 ms a step (the probe's) and 4096 observation values: remote samplers keep sampling
+    # through PPO's update, which then trains on rows up to one update old; a chosen mode,
+    # in-process samplers, small observations, per-policy algorithms are left alone.
+    env = {"name": "slow_long", "kwargs": {"length": 1000, "step_s": 0.005, "obs_size": 4096}}
     remote = {"num_samplers": 1, "num_envs": 4, "fragment_length": 32, "remote": True}
     with pytest.warns(UserWarning, match=r"sampler.mode auto -> async, algo.params.max_policy_lag 0 -> 1: env 'slow_long' takes about"):
         cfg = parse_run_config(short_run_values(env, sampler=remote))
@@ -251,9 +251,10 @@ def test_a_slow_env_samples_while_the_learner_updates_unless_a_mode_was_chosen()
         left = [
             parse_run_config(short_run_values(env, sampler={**remote, "mode": "bulk_sync"})),
             parse_run_config(short_run_values(env)),  # in-process samplers
-            parse_run_config(short_run_values({**env, "kwargs": {"length": 1000, "step_s": 0.0}}, sampler=remote)),
+            parse_run_config(short_run_values({**env, "kwargs": {"length": 1000, "step_s": 0.0, "obs_size": 4096}}, sampler=remote)),
+            parse_run_config(short_run_values({**env, "kwargs": {"length": 1000, "step_s": 0.005, "obs_size": 147}}, sampler=remote)),
         ]
-    assert [(c.sampler.mode, c.algo.params.get("max_policy_lag", 0)) for c in left] == [("bulk_sync", 0), ("auto", 0), ("auto", 0)]
+    assert [(c.sampler.mode, c.algo.params.get("max_policy_lag", 0)) for c in left] == [("bulk_sync", 0), ("auto", 0)] + [("auto", 0)] * 2
     mixed = parse_run_config(short_run_values(env, sampler=remote, policies={"a": {"algo": "ppo"}, "b": {"algo": "ppo"}},
                                               league={"self_play_prob": 0.0}))  # fmt: skip
     assert mixed.sampler.mode == "auto" and all(pc.params.get("max_policy_lag", 0) == 0 for pc in mixed.policies.values())

@@ -39,9 +39,10 @@ EPISODE_SHARE, FIRST_EVAL_SHARE, EVAL_ROUND_SHARE = 0.2, 0.1, 0.1
 #: Algorithms whose training step waits for a batch of train_batch_size fresh rows (DQN's and
 #: SAC's train_batch_size is a replay sample).
 ROLLOUT_ALGORITHMS = ("ppo", "a2c", "impala", "appo")
-#: An env step at least this slow (the probe's) makes a run env-bound: its samplers keep sampling
-#: while the learner updates (:func:`sample_while_learning`).
-SLOW_STEP_S = 0.002
+#: An env step at least this slow (the probe's), giving the update at least this many observation
+#: values (every agent's, summed), makes a run one whose samplers keep sampling while the
+#: learner updates (:func:`sample_while_learning`).
+SLOW_STEP_S, HEAVY_STEP_VALUES = 0.002, 4096
 #: The on-policy algorithms that then train on rows one update old.
 ON_POLICY_ALGORITHMS = ("ppo", "a2c")
 
@@ -129,28 +130,33 @@ def fit_time_budget(cfg: RunConfig, step_s: float, episode_limit: int | None, ro
         )
 
 
-def sample_while_learning(cfg: RunConfig, step_s: float) -> None:
-    """On an env whose step takes at least :data:`SLOW_STEP_S` (the probe's ``step_s``), let the
-    samplers keep sampling while the learner updates: ``sampler.mode`` ``auto`` becomes ``async``
-    and an on-policy ``algo`` (PPO, A2C) trains on rows up to one update old
-    (``max_policy_lag`` 1: PPO's ratio is then taken against the logged behaviour policy, as
-    Sample Factory's asynchronous PPO does), with a warning naming the change.
+def sample_while_learning(cfg: RunConfig, step_s: float, step_values: int) -> None:
+    """On an env whose step takes at least :data:`SLOW_STEP_S` (the probe's ``step_s``) and gives
+    the update at least :data:`HEAVY_STEP_VALUES` observation values (``step_values``: every
+    agent's observation size, summed; image frames), let the samplers keep sampling while the
+    learner updates: ``sampler.mode`` ``auto`` becomes ``async`` and an on-policy ``algo`` (PPO,
+    A2C) trains on rows up to one update old (``max_policy_lag`` 1: PPO's ratio is then taken
+    against the logged behaviour policy, as Sample Factory's asynchronous PPO does), with a
+    warning naming the change.
 
-    Bulk-synchronous PPO leaves the env idle through every update; where the env is the bound
-    that is throughput lost. On two cores, 120 s runs at the shipped files, against the raw
-    single-process env speed measured beside each: cooperative_pong 0.73x -> 1.08x, pistonball
-    0.67x -> 0.84x, pursuit 1.10x -> 1.07x (benchmarks/README.md, bench_envs_matrix.py). Left
-    alone: a mode the user chose (``sampler.mode=bulk_sync`` keeps updates on-policy), in-process
-    samplers, runs with per-policy algorithms (``policies``), and fast envs (the C++ boards and
-    OpenSpiel games step in microseconds: their runs are learner-bound)."""
+    Bulk-synchronous PPO leaves the env idle through every update; where both the env and the
+    update are slow that is throughput lost. On two cores, 120 s runs of the shipped files,
+    against the raw single-process env speed measured beside each (benchmarks/README.md,
+    bench_envs_matrix.py): cooperative_pong (48x48x2 frames, 3.8 ms a step) 0.73x -> 1.08x and
+    0.89x, pistonball (20 such frames, 22-36 ms) 0.67x -> 0.84x and 0.71x; pursuit (8 views of
+    7x7x3, 4 ms) 1.10x -> 1.07x and 0.92x, so small observations are left bulk-synchronous.
+    Left alone too: a mode the user chose (``sampler.mode=bulk_sync`` keeps updates
+    on-policy), in-process samplers, runs with per-policy algorithms (``policies``), and fast
+    envs (the C++ boards and OpenSpiel games step in microseconds: their runs are learner-bound)."""
     params = cfg.algo.params
-    if (step_s < SLOW_STEP_S or cfg.sampler.mode != "auto" or not cfg.sampler.remote or cfg.policies
-            or cfg.algo.name not in ON_POLICY_ALGORITHMS or params.get("max_policy_lag", 0) != 0):  # fmt: skip
+    if (step_s < SLOW_STEP_S or step_values < HEAVY_STEP_VALUES or cfg.sampler.mode != "auto" or not cfg.sampler.remote
+            or cfg.policies or cfg.algo.name not in ON_POLICY_ALGORITHMS or params.get("max_policy_lag", 0) != 0):  # fmt: skip
         return
     cfg.sampler.mode, params["max_policy_lag"] = "async", 1
     warnings.warn(
         f"sampler.mode auto -> async, algo.params.max_policy_lag 0 -> 1: env '{cfg.env.name}' takes about "
-        f"{1000 * step_s:.1f} ms a step (the config check's probe), so the samplers keep sampling while "
+        f"{1000 * step_s:.1f} ms a step (the config check's probe) and gives the update {step_values} observation values "
+        "a step, so the samplers keep sampling while "
         f"{cfg.algo.name} updates, on rows up to one update old; set sampler.mode=bulk_sync to train on-policy",
         stacklevel=3,
     )
