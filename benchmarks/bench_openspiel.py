@@ -319,7 +319,7 @@ def training(game: str, seconds: int, vectorized: bool, overrides: list[str]) ->
         cpu_us = round((end[1] - start[1]) / (end[0] - start[0]) * 1e6, 1)
         work_us = round((end[2] - start[2]) / (end[0] - start[0]) * 1e6, 1)
     return {"figure": "training", "game": game, "env": "vectorized" if vectorized else "batched",
-            "overrides": " ".join(overrides) or "none (2 samplers x 32 envs x 64 steps, PPO 4 epochs)", "seconds": seconds,
+            "overrides": " ".join(overrides) or "none (the preset preset=auto picks: board_game, 128 envs x 32 steps, PPO 4 epochs)", "seconds": seconds,
             "env_steps": last["env_steps"], "env_steps_per_s": round(last["env_steps"] / last["time_s"]),
             "steady_env_steps_per_s": round(steady), "cpu_us_per_env_step": cpu_us,
             "env_steps_per_2_cpu_s": None if not cpu_us else round(2e6 / cpu_us),
