@@ -156,27 +156,20 @@ def _tiny_checkpoint(tmp_path_factory, env_name: str):
     )
 
 
-def test_league_eval_plays_search_and_mcts(tmp_path_factory, tmp_path, capsys):
+@pytest.mark.parametrize("extra,opponents,printed", [
+    (["mcts_simulations=50", "search=8"], ["mcts", "random"], "search=8"),
+    (["search=8", "search_method=gumbel"], ["random"], "search=8 (gumbel)"),
+])
+def test_league_eval_plays_search_and_mcts(tmp_path_factory, tmp_path, capsys, extra, opponents, printed):
     checkpoint = _tiny_checkpoint(tmp_path_factory, "tictactoe")
     out = tmp_path / "eval.json"
-    argv = [f"checkpoint={checkpoint}", "opponents=[mcts,random]", "mcts_simulations=50", "search=8", "episodes=4", f"output={out}"]
+    argv = [f"checkpoint={checkpoint}", f"opponents=[{','.join(opponents)}]", *extra, "episodes=4", f"output={out}"]
     assert eval_main(argv) == 0
     result = json.loads(out.read_text())
-    assert result["args"]["search"] == 8
-    assert {(r["policy"], r["opponent"]) for r in result["results"]} == {("main", "mcts"), ("main", "random")}
+    assert result["args"]["search"] == 8 and result["args"]["search_method"] == ("gumbel" if "gumbel" in printed else "puct")
+    assert {(r["policy"], r["opponent"]) for r in result["results"]} == {("main", o) for o in opponents}
     assert all(r["wins"] + r["draws"] + r["losses"] == 4 for r in result["results"])
-    assert "search=8" in capsys.readouterr().out
-
-
-def test_league_eval_plays_gumbel_search(tmp_path_factory, tmp_path, capsys):
-    checkpoint = _tiny_checkpoint(tmp_path_factory, "tictactoe")
-    out = tmp_path / "eval.json"
-    argv = [f"checkpoint={checkpoint}", "opponents=[random]", "search=8", "search_method=gumbel", "episodes=4", f"output={out}"]
-    assert eval_main(argv) == 0
-    result = json.loads(out.read_text())
-    assert result["args"]["search_method"] == "gumbel"
-    assert [r["wins"] + r["draws"] + r["losses"] for r in result["results"]] == [4]
-    assert "search=8 (gumbel)" in capsys.readouterr().out
+    assert printed in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("extra,message", [
