@@ -204,9 +204,9 @@ def evaluate_checkpoint(
     from league.cli import eval_games
     from league.population.ratings import Elo, RatingTable
     from league.search import MCTSFactory, SearchFactory, simulator_for
+    from league.search.player import check_simulations
 
-    if isinstance(search, bool) or not isinstance(search, int) or search < 0:
-        raise ValueError(f"search must be an integer >= 0 (simulations per move; 0: no search), got {search!r}")
+    check_simulations(search)
     ckpt = read_checkpoint(find_checkpoint(checkpoint))
     env_cfg = ckpt.config.get("env") or {}
     env_kwargs = env_cfg.get("kwargs") or {}
