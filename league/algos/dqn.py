@@ -36,12 +36,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
 
-from league.learn.algorithm import PolicyState, add_version_buffer, batch_to_tensors
+from league.learn.algorithm import PolicyState, add_version_buffer
 from league.algos.off_policy import TARGET_MODEL, TD_ERROR, ReplayAlgorithm, check_steps_per_call
 from league.algos.q_models import build_q_model, masked_argmax
 from league.algos.q_policy import EpsilonGreedyQPolicy
@@ -150,37 +149,34 @@ class DQN(ReplayAlgorithm):
         return EpsilonGreedyQPolicy(self.make_model(), self.epsilon_schedule(), learns=learns, seed=seed)
 
     # Learner side ---------------------------------------------------------------
-    def learn_step(self, state: PolicyState, batch: SampleBatch) -> dict[str, Any]:
-        """One gradient step on the (importance-weighted) TD loss of ``batch``.
+    def learn_columns(self, batch: SampleBatch) -> list[str]:
+        """The n-step transition columns, and the importance ``weights`` of a prioritized sample."""
+        names = [C.OBS, C.ACTIONS, N_STEP_RETURNS, DISCOUNTS, C.NEXT_OBS, NEXT_ACTION_MASK]
+        return names + ([C.WEIGHTS] if C.WEIGHTS in batch else [])
 
-        Statistics are floats, plus ``td_error`` (float32 ``[B]`` numpy array of ``|TD error|``)
-        when the batch carries importance ``weights``; see the module docstring.
+    def learn_step(self, state: PolicyState, tensors: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """One gradient step on the (importance-weighted) TD loss of ``tensors``.
+
+        Statistics are 0-dim tensors, plus ``td_error`` (``[B]``, ``|TD error|`` per row) when
+        the batch carries importance ``weights``; see the module docstring.
         """
         cfg = self.config
         model, optimizer = state.model, state.trainable_optimizer
-        device = next(model.parameters()).device
-        names = [C.OBS, C.ACTIONS, N_STEP_RETURNS, DISCOUNTS, C.NEXT_OBS, NEXT_ACTION_MASK]
-        prioritized = C.WEIGHTS in batch
-        t = batch_to_tensors(batch, names + ([C.WEIGHTS] if prioritized else []), device)
-        model.train()
-        loss, td_error, stats = self.loss(model, state.extra[TARGET_MODEL], t)
+        loss, td_error, stats = self.loss(model, state.extra[TARGET_MODEL], dict(tensors))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if cfg.max_grad_norm is not None:
-            stats["grad_norm"] = nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm).item()
+            stats["grad_norm"] = nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
         optimizer.step()
-        model.eval()
-        if not np.isfinite(stats["loss"]):
-            raise FloatingPointError(f"DQN loss became non-finite: {stats}")
-        out: dict[str, Any] = dict(stats)
-        if prioritized:
-            out[TD_ERROR] = td_error.abs().float().cpu().numpy()
-        return out
+        if C.WEIGHTS in tensors:
+            stats[TD_ERROR] = td_error.abs()
+        return stats
 
     def loss(
         self, model: nn.Module, target_model: nn.Module, mb: dict[str, torch.Tensor]
-    ) -> tuple[torch.Tensor, torch.Tensor, dict[str, float]]:
-        """Masked double-Q n-step TD loss; returns ``(loss, td_error [B], stats)``."""
+    ) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
+        """Masked double-Q n-step TD loss; returns ``(loss, td_error [B], stats)``, the
+        statistics 0-dim tensors on the device (read back once per learner call)."""
         cfg = self.config
         q = model(mb[C.OBS]).gather(1, mb[C.ACTIONS].long().unsqueeze(1)).squeeze(1)
         with torch.no_grad():
@@ -202,10 +198,5 @@ class DQN(ReplayAlgorithm):
             per_row = per_row * (weights / weights.max().clamp_min(1e-12))
         loss = per_row.mean()
         with torch.no_grad():
-            stats = {
-                "loss": loss.item(),
-                "mean_q": q.mean().item(),
-                "mean_target": targets.mean().item(),
-                "mean_abs_td_error": td_error.abs().mean().item(),
-            }
+            stats = {"loss": loss.detach(), "mean_q": q.mean(), "mean_target": targets.mean(), "mean_abs_td_error": td_error.abs().mean()}
         return loss, td_error.detach(), stats

@@ -11,9 +11,13 @@
   taking turns, replaying ``training_intensity`` rows per stored row.
 
 A learner call may take several gradient steps (``steps_per_call``): the replay branch
-draws that many batches as one, and :meth:`~ReplayAlgorithm.learn` runs the subclass's
-one-step ``learn_step`` on each in turn. Where the learner is a Ray actor (``learner=gpu``)
-each call is a round trip, which one-step calls pay per gradient step.
+draws that many batches as one, and :meth:`~ReplayAlgorithm.learn` moves the whole draw to
+the device once and runs the subclass's one-step ``learn_step`` on each slice in turn. Where
+the learner is a Ray actor (``learner=gpu``) each call is a round trip, which one-step calls
+pay per gradient step. Nothing inside the call waits for the device: ``learn_step`` leaves
+its statistics on the device (0-dim tensors, DQN's per-row TD errors) and ``learn`` reads
+them back once at the end, as :func:`~league.algos.sgd.minibatch_sgd` does for PPO (a GPU
+measured about 7 ms a step for a 256-row MLP with four reads a step; benchmarks/README.md).
 
 The config must have ``gamma``, ``n_step``, ``buffer_size``, ``learning_starts``,
 ``train_batch_size``, ``training_intensity``, ``target_update_interval``, ``tau``,
@@ -32,7 +36,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from league.learn.algorithm import Algorithm, PolicyState
+from league.learn.algorithm import Algorithm, PolicyState, batch_to_tensors
 from league.algos.schedules import LinearSchedule
 from league.batch import Columns as C
 from league.batch import SampleBatch
@@ -69,32 +73,48 @@ def check_steps_per_call(algo: str, steps_per_call: int, target_update_interval:
 class ReplayAlgorithm(Algorithm):
     """Base of off-policy algorithms trained from a replay buffer (see the module docstring).
 
-    Subclasses implement ``learn_step(state, batch)``: one gradient step, returning float
-    statistics (and DQN's per-row ``td_error`` array).
+    Subclasses implement ``learn_columns(batch)`` (the columns a step reads) and
+    ``learn_step(state, tensors)``: one gradient step on those columns, already on the
+    device, returning its statistics as tensors on the device (0-dim, or per row: DQN's
+    ``td_error``); one of them is ``loss``.
     """
 
     @abstractmethod
-    def learn_step(self, state: PolicyState, batch: SampleBatch) -> dict[str, Any]:
-        """One gradient step on ``batch`` (the subclass's loss)."""
+    def learn_columns(self, batch: SampleBatch) -> list[str]:
+        """The columns of ``batch`` that :meth:`learn_step` reads."""
+
+    @abstractmethod
+    def learn_step(self, state: PolicyState, tensors: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """One gradient step on ``tensors`` (the subclass's loss); statistics stay on the device."""
 
     def learn(self, state: PolicyState, batch: SampleBatch) -> dict[str, Any]:
         """``steps_per_call`` gradient steps, one per consecutive slice of ``batch``.
 
         The slices are equal when the replay drew the whole call; rows the learner dropped
         first (from before a reset) leave them at most one row apart, and a batch of fewer
-        rows than steps takes one step per row. Statistics are the steps' means,
-        ``td_error`` arrays joined in row order (so they line up with the batch's replay
-        indexes), and ``gradient_steps``.
+        rows than steps takes one step per row. Statistics are the steps' means (floats),
+        per-row arrays (``td_error``) joined in row order as float32 numpy arrays (so they
+        line up with the batch's replay indexes), and ``gradient_steps``. A non-finite loss
+        raises ``FloatingPointError`` naming the algorithm.
         """
-        steps = min(self.config.steps_per_call, len(batch))
-        if steps <= 1:
-            return {**self.learn_step(state, batch), GRADIENT_STEPS: 1.0}
-        slices = np.array_split(np.arange(len(batch)), steps)
-        results = [self.learn_step(state, batch[rows]) for rows in slices]
-        out: dict[str, Any] = {}
-        for key, first in results[0].items():
-            values = [r[key] for r in results]
-            out[key] = np.concatenate(values) if isinstance(first, np.ndarray) else float(np.mean(values))
+        model = state.model
+        tensors = batch_to_tensors(batch, self.learn_columns(batch), next(model.parameters()).device)
+        steps = max(1, min(self.config.steps_per_call, len(batch)))
+        bounds = np.cumsum([0, *(len(rows) for rows in np.array_split(np.arange(len(batch)), steps))])
+        model.train()
+        try:
+            results = [self.learn_step(state, {k: v[a:b] for k, v in tensors.items()}) for a, b in zip(bounds[:-1], bounds[1:])]
+        finally:
+            model.eval()
+        scalars = [k for k, v in results[0].items() if v.dim() == 0]
+        per_step = torch.stack([torch.stack([r[k].detach().float() for k in scalars]) for r in results]).cpu().numpy()  # one read
+        out: dict[str, Any] = {k: float(per_step[:, i].mean()) for i, k in enumerate(scalars)}
+        for key in results[0]:
+            if key not in out:
+                out[key] = torch.cat([r[key].detach().float() for r in results]).cpu().numpy()
+        if "loss" in scalars and not np.isfinite(per_step[:, scalars.index("loss")]).all():
+            bad = next(i for i in range(steps) if not np.isfinite(per_step[i, scalars.index("loss")]))
+            raise FloatingPointError(f"{self.name.upper()} loss became non-finite: {dict(zip(scalars, per_step[bad].tolist()))}")
         out[GRADIENT_STEPS] = float(steps)
         return out
 

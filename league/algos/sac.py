@@ -25,15 +25,14 @@ groups with their own learning rates, and each loss reaches only its own group).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 
-from league.learn.algorithm import PolicyState, adam, add_version_buffer, batch_to_tensors
+from league.learn.algorithm import PolicyState, adam, add_version_buffer
 from league.algos.distributions import DiagGaussian
 from league.algos.off_policy import TARGET_MODEL, ReplayAlgorithm, check_steps_per_call
 from league.algos.torch_policy import ActorCriticPolicy
@@ -174,7 +173,7 @@ class SAC(ReplayAlgorithm):
         raw = mean + log_std.exp() * torch.randn_like(mean)
         return self.unit_actions(self.dist.to_env(raw)), self.dist.log_prob(dist_inputs, raw)
 
-    def loss(self, model: SACModel, target: SACModel, mb: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, float]]:
+    def loss(self, model: SACModel, target: SACModel, mb: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """Critic + actor + temperature losses on one replayed batch (see the module docstring)."""
         alpha = model.log_alpha.exp().detach()
         with torch.no_grad():
@@ -192,22 +191,22 @@ class SAC(ReplayAlgorithm):
         alpha_loss = -(model.log_alpha * (logp.detach() + self.target_entropy)).mean()
 
         loss = q_loss + pi_loss + alpha_loss
-        stats = {"loss": loss.item(), "q_loss": q_loss.item(), "policy_loss": pi_loss.item(), "alpha": alpha.item(),
-                 "alpha_loss": alpha_loss.item(), "entropy": -logp.mean().item(), "mean_q": q1.mean().item()}
+        with torch.no_grad():  # 0-dim tensors on the device: read back once per learner call
+            stats = {"loss": loss.detach(), "q_loss": q_loss.detach(), "policy_loss": pi_loss.detach(), "alpha": alpha,
+                     "alpha_loss": alpha_loss.detach(), "entropy": -logp.mean(), "mean_q": q1.mean()}
         return loss, stats
 
-    def learn_step(self, state: PolicyState, batch: SampleBatch) -> dict[str, float]:
-        """One gradient step on a replayed batch (n-step columns from the replay writer)."""
+    def learn_columns(self, batch: SampleBatch) -> list[str]:
+        """The n-step transition columns (from the replay writer)."""
+        return [C.OBS, C.ACTIONS, N_STEP_RETURNS, DISCOUNTS, C.NEXT_OBS]
+
+    def learn_step(self, state: PolicyState, tensors: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """One gradient step on a replayed batch; statistics stay on the device."""
         model, cfg = state.model, self.config
-        t = batch_to_tensors(batch, [C.OBS, C.ACTIONS, N_STEP_RETURNS, DISCOUNTS, C.NEXT_OBS], next(model.parameters()).device)
-        model.train()
-        loss, stats = self.loss(_sac_model(model), _sac_model(state.extra[TARGET_MODEL]), t)
+        loss, stats = self.loss(_sac_model(model), _sac_model(state.extra[TARGET_MODEL]), dict(tensors))
         state.trainable_optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if cfg.max_grad_norm is not None:
-            stats["grad_norm"] = nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm).item()
+            stats["grad_norm"] = nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
         state.trainable_optimizer.step()
-        model.eval()
-        if not np.isfinite(stats["loss"]):
-            raise FloatingPointError(f"SAC loss became non-finite: {stats}")
         return stats
