@@ -85,6 +85,19 @@ def test_group_matchups_seat_a_side_with_one_policy_and_learn_only_learning_seat
     assert seen == {"random", "prey"}
 
 
+def test_a_side_is_evaluated_with_the_other_sides_learning_policies_as_teammates():
+    from league.leagues.groups import GroupLeague
+    from league.population.payoff import PayoffTable
+
+    groups = {"speaker": ["speaker_0"], "listener": ["listener_0"]}
+    league = GroupLeague(groups, {"talk": "speaker", "hear": "listener", "hear2": "listener"}, {}, {}, PayoffTable(), snapshot_steps=0)
+    rng = np.random.default_rng(0)
+    assert league.teammates_source("talk").next_matchup(["speaker_0", "listener_0"], 0, rng).policies == {"speaker_0": "talk", "listener_0": "hear"}
+    assert league.teammates_source("hear2").next_matchup(["speaker_0", "listener_0"], 0, rng).policies == {"speaker_0": "talk", "listener_0": "hear2"}
+    against = league.evaluation_source("talk", "random").next_matchup(["speaker_0", "listener_0"], 0, rng).policies
+    assert against == {"speaker_0": "talk", "listener_0": "random:listener"}
+
+
 @needs_mpe2
 def test_simple_tag_trains_predators_and_prey_each_with_its_own_league(tmp_path):
     """The issue's traceback case: two sides with different observation sizes, from the CLI path."""
@@ -121,9 +134,9 @@ def test_explicit_groups_and_policies_per_side_with_different_action_spaces(tmp_
     assert {pid: p["group"] for pid, p in summary["config"]["policies"].items()} == {"talk": "speaker", "listener": "listener"}
     assert set(summary["eval_return_mean"]) == {"talk", "listener"}
     # Both sides are paid alike: the rewards show a co-op game (issue 38), so the headline is the
-    # team return, each side's as it played with a random partner, never a meaningless 0.0 win rate.
+    # team return, each side evaluated with the other's learning policy, never a meaningless 0.0 win rate.
     head = summary["headline"]
-    assert (head["shape"], head["metric"], summary["metric"]) == ("coop", "return", "return")
+    assert (head["shape"], head["metric"], summary["metric"], head["opponent"]) == ("coop", "return", "return", "teammates")
     assert set(head["sides"]) == {"talk", "listener"} and all(v < 0 for v in head["sides"].values())
     assert summary["final_metric"] == head["value"] == pytest.approx(sum(head["sides"].values()) / 2, abs=1e-4)
 

@@ -8,7 +8,7 @@ import warnings
 import pytest
 
 from league.progress import format_status
-from league.run.headline import Headlines, RewardEvidence, choose_headline, final_figure, game_shape
+from league.run.headline import TEAMMATES, Headlines, RewardEvidence, choose_headline, final_figure, game_shape, plays_together
 from league.run.records import RunClock, stop_reached
 from league.run.schema import StopConfig
 
@@ -75,6 +75,18 @@ def test_the_headline_figure_per_shape():
     # eval.metric overrides the shape's; before any evaluation there is no value
     assert choose_headline("return", "zero_sum", {"main": 1.0}, {"main": 0.9}).value == 0.9
     assert choose_headline("auto", "single_agent", {}, {}).value is None
+
+
+def test_co_op_sides_play_together_and_their_figure_is_the_team_return():
+    assert plays_together("coop", 2) and not plays_together("coop", 1) and not plays_together("general_sum", 2)
+    keeper = Headlines("auto", "auto", 2, 2, False, None)
+    assert not keeper.together()  # nothing seen yet: against random
+    keeper.observe(COOP)
+    assert keeper.together()
+    h = keeper.current({}, {"speaker": -11.5, "listener": -11.5}, {})
+    assert (h.opponent, h.value, h.label()) == (TEAMMATES, -11.5, "team return")
+    declared = Headlines("auto", "coop", 2, 2, False, None)  # an env file's eval.shape: coop
+    assert declared.together() and not Headlines("auto", "coop", 2, 1, True, None).together()  # one team: nobody to pair
 
 
 def test_headlines_keep_the_best_and_read_a_metric_key_from_the_row():

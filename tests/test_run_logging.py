@@ -182,6 +182,38 @@ def test_evaluation_reports_the_mean_and_the_median_return():
     assert median_return_of("nobody", team) is None and median_return_of("main", []) is None
 
 
+class _TeamLeague(_EvalLeague):
+    """Records which matchup source each evaluation call was given."""
+
+    def __init__(self):
+        self.asked = []
+
+    def evaluation_source(self, pid, opponent):
+        self.asked.append(("against", pid, opponent))
+
+    def teammates_source(self, pid):
+        self.asked.append(("with", pid))
+
+
+def test_co_op_sides_are_evaluated_together_and_record_no_win_rate():
+    """While the headline says the sides play as one team, the round's games put the learning
+    policies together (the league's teammates_source) instead of random partners; their return is
+    the team's, and nobody wins a co-op game, so no win rate against random is recorded."""
+    from league.run.evaluation import EvaluationRounds
+
+    coop = [False]
+    rounds = EvaluationRounds("random", episodes=4, together=lambda: coop[0])
+    league = _TeamLeague()
+    rounds.start([_EvalSampler([1.0, 3.0])], league)
+    rounds.collect(league, block=True)
+    assert league.asked == [("against", "main", "random")] and rounds.win_rates == {"main": 0.0}
+    coop[0], league.asked, rounds.win_rates = True, [], {}
+    rounds.start([_EvalSampler([-4.0, -2.0], team=True)], league)
+    rounds.collect(league, block=True)
+    assert league.asked == [("with", "main")]
+    assert rounds.returns == {"main": -2.0} and rounds.win_rates == {}  # a team: the mean over its seats (r and r + 2)
+
+
 def test_greedy_win_rates_of_players_of_known_strength():
     """Uniformly random tic-tac-toe wins 58.5% of its games as first player and 28.8% as second
     against random play, so 43.6% with random seats; the perfect (minimax) player never loses."""

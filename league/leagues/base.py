@@ -81,6 +81,14 @@ class TrainingLeague(ABC):
 
         return OpponentSampling(policy_id, {opponent: 1.0})
 
+    def teammates_source(self, policy_id: str) -> MatchupSource:
+        """The matchups of ``policy_id``'s evaluation games in a co-op game: the league's learning
+        policies together (here ``policy_id`` on every seat; a league of sides puts each side's
+        own learning policy on its seats)."""
+        from league.sampling.matchups import OpponentSampling
+
+        return OpponentSampling(policy_id, {policy_id: 1.0})
+
     def evaluation_matchups(self) -> list[Matchup]:
         """Matchups of league-scheduled evaluation games (none by default)."""
         return []

@@ -187,6 +187,12 @@ class GroupLeague(TrainingLeague):
 
         return FixedMatchups({a: policy_id if g == mine else other(g) for g, members in self.groups.items() for a in members})
 
+    def teammates_source(self, policy_id: str) -> MatchupSource:
+        """``policy_id`` on every seat of its group, each other group's first learning policy on
+        its seats: the team of learning policies a co-op game is evaluated by."""
+        mine, firsts = self.policy_groups[policy_id], {g: pids[0] for g, pids in self.learners().items()}
+        return FixedMatchups({a: policy_id if g == mine else firsts[g] for g, members in self.groups.items() for a in members})
+
     def record(self, episodes: list[dict[str, Any]]) -> None:
         """Every learning policy's group against each other group's policy, by mean group return."""
         members = set(self.learning) | set(self.frozen_policies())

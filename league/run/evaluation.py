@@ -3,8 +3,9 @@
 :class:`EpisodeFeed` fetches finished training episodes one iteration late, so the driver
 never waits behind a ``sample()`` in flight, and records them in the league.
 :class:`EvaluationRounds` plays greedy games of every learning policy against the fixed
-evaluation opponent, plus the league's own scheduled games, on the samplers' separate
-env copies, without blocking training: results are collected once all have arrived.
+evaluation opponent (co-op sides: with each other, :data:`~league.run.headline.TEAMMATES`),
+plus the league's own scheduled games, on the samplers' separate env copies, without
+blocking training: results are collected once all have arrived.
 A sampler lost mid-call (its node died) costs its episodes, never the run.
 """
 
@@ -16,6 +17,7 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from league.run.headline import TEAMMATES
 from league.runtime.actors import Pending, is_ray_actor, resolve, resolve_lenient, submit
 from league.runtime.faces import SamplerFace, SamplerHandle
 from league.leagues import TrainingLeague
@@ -147,6 +149,10 @@ class EpisodeFeed:
 class EvaluationRounds:
     """Greedy evaluation against ``opponent`` (and ``yardstick``, a scripted player, where one
     is given) and the league's scheduled games; ``observe`` is handed every round's episodes.
+    While ``together()`` says so (a co-op game of several sides), each learning policy plays
+    with the league's other learning policies as partners instead of against ``opponent``
+    (:meth:`~league.leagues.TrainingLeague.teammates_source`): its return is then the team's,
+    and no win rate is recorded (nobody wins a co-op game).
 
     Attributes:
         win_rates: the latest win rate of each learning policy against the opponent.
@@ -161,8 +167,11 @@ class EvaluationRounds:
     def __init__(
         self, opponent: str, episodes: int, env_steps: int = 0, yardstick: str | None = None,
         observe: Callable[[Sequence[Mapping[str, Any]]], None] | None = None,
+        together: Callable[[], bool] | None = None,
     ) -> None:  # fmt: skip
         self.opponent = opponent
+        self.together = together  # the run's headline says whether the sides play as one team
+        self._round_opponent = opponent  # whom the latest round's main games were against
         self.yardstick = yardstick
         self.observe = observe  # the run's headline takes the rewards paid as evidence of the game's shape
         self.yardstick_win_rates: dict[str, float] = {}
@@ -207,12 +216,13 @@ class EvaluationRounds:
         games = league.evaluation_matchups()
         # The calls a sampler plays one after the other share the time; in-process samplers
         # run one after the other too.
-        opponents = [self.opponent, *([self.yardstick] if self.yardstick else [])]
+        self._round_opponent = TEAMMATES if self.together is not None and self.together() else self.opponent
+        opponents = [self._round_opponent, *([self.yardstick] if self.yardstick else [])]
         turns = (len(league.learning) * len(opponents) + bool(games)) * (1 if any(is_ray_actor(s) for s in samplers) else len(samplers))
         limit = None if time_limit_s is None else max(0.0, time_limit_s) / turns
         for pid in league.learning:
             for opponent in opponents:
-                matchups = league.evaluation_source(pid, opponent)
+                matchups = league.teammates_source(pid) if opponent == TEAMMATES else league.evaluation_source(pid, opponent)
                 self._pending.append((pid, opponent, [
                     (s, submit(s, SamplerFace.evaluate, per, matchups, time_limit_s=limit, max_env_steps=steps)) for s in samplers
                 ]))
@@ -245,10 +255,11 @@ class EvaluationRounds:
                 self.observe(episodes)
             if pid is None:
                 league.record(episodes)
-            elif episodes and opponent != self.opponent:  # the yardstick's games: a win rate only
+            elif episodes and opponent != self._round_opponent:  # the yardstick's games: a win rate only
                 self.yardstick_win_rates[pid] = wins_of(pid, episodes)
             elif episodes:  # every sampler of this evaluation lost: no result, not a 0
-                self.win_rates[pid] = wins_of(pid, episodes)
+                if opponent != TEAMMATES:
+                    self.win_rates[pid] = wins_of(pid, episodes)
                 mean, median = mean_return_of(pid, episodes), median_return_of(pid, episodes)
                 if mean is not None and median is not None:  # both None without a seat
                     self.returns[pid] = round(mean, 5)

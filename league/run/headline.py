@@ -18,7 +18,10 @@ general_sum     several sides, neither (predator and prey)              return
 ==============  ======================================================  ===============
 
 ``return``: each side's mean evaluation return against the evaluation opponents (its
-"score"; for a co-op team, the team's return), the headline their mean over sides.
+"score"; for a co-op team, the team's return), the headline their mean over sides. Co-op
+sides are evaluated together (:func:`plays_together`): each side's learning policy with the
+other sides' as partners (:data:`TEAMMATES`), not with random players, so the figure is the
+team's return.
 ``win_rate``: each side's greedy win rate against its yardstick (``eval.yardstick``, a
 scripted player a game's preset declares, e.g. connect four's ``negamax``; else the
 uniform-random player), the headline their mean. ``eval.metric`` picks the headline
@@ -37,8 +40,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
-    "SHAPES", "SHAPE_METRIC", "SHAPE_ABOUT", "COOP_WARNING_EPISODES", "RewardEvidence", "Headline", "Headlines",
-    "game_shape", "choose_headline", "final_figure",
+    "SHAPES", "SHAPE_METRIC", "SHAPE_ABOUT", "COOP_WARNING_EPISODES", "TEAMMATES", "RewardEvidence", "Headline", "Headlines",
+    "game_shape", "plays_together", "choose_headline", "final_figure",
 ]  # fmt: skip
 
 #: ``eval.shape`` values: ``auto`` (from the config and the rewards) or a declared shape.
@@ -58,6 +61,9 @@ SHAPE_ABOUT = {
 
 #: Episodes of identical rewards before a run that is not one team is told it looks co-op.
 COOP_WARNING_EPISODES = 20
+
+#: Whom co-op sides are evaluated with: the other sides' learning policies, as partners.
+TEAMMATES = "teammates"
 
 
 def _close(a: float, b: float) -> bool:
@@ -117,6 +123,13 @@ def game_shape(declared: str, num_agents: int, num_sides: int, evidence: RewardE
     return evidence.shape()
 
 
+def plays_together(shape: str | None, num_sides: int) -> bool:
+    """Whether evaluation games put every side's learning policy on its seats at once (a co-op
+    game of several sides: a side played beside random partners shows what it does alone,
+    not what the team does), instead of one side against random players."""
+    return shape == "coop" and num_sides > 1
+
+
 def _mean(values: Mapping[str, float]) -> float | None:
     return round(sum(values.values()) / len(values), 5) if values else None
 
@@ -167,6 +180,8 @@ class Headline:
         if self.metric == "win_rate":
             return f"win rate vs {self.opponent}"
         if self.metric == "return":
+            if self.opponent == TEAMMATES:
+                return "team return"
             return "mean return" if self.opponent == "random" or self.shape in ("single_agent", "team") else f"mean return vs {self.opponent}"
         return self.metric
 
@@ -227,13 +242,18 @@ class Headlines:
         """The game's shape now (:func:`game_shape`)."""
         return game_shape(self.declared_shape, self.num_agents, self.num_sides, self.evidence)
 
+    def together(self) -> bool:
+        """Whether evaluation now plays the sides together (:func:`plays_together`)."""
+        return plays_together(self.shape(), self.num_sides)
+
     def current(
         self, win_rates: Mapping[str, float], returns: Mapping[str, float], yardstick_rates: Mapping[str, float], row: Mapping[str, Any] | None = None
     ) -> Headline:
         """The headline from the latest evaluation figures (a metric key's from ``row``, else its
         latest value: exact exploitability, say, is measured every few iterations), its best
         value so far updated (the highest, or the lowest with ``mode`` min)."""
-        h = choose_headline(self.metric, self.shape(), win_rates, returns, self.yardstick, yardstick_rates)
+        opponent = TEAMMATES if self.together() else "random"
+        h = choose_headline(self.metric, self.shape(), win_rates, returns, self.yardstick, yardstick_rates, opponent)
         value = h.value
         if value is None and h.metric not in ("win_rate", "return"):
             from league.run.stops import figures, lookup

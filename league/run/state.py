@@ -223,7 +223,9 @@ def build_run(cfg: RunConfig, clock: RunClock) -> Run:
     samplers: list[SamplerHandle] = []
     try:
         headlines = _headlines(cfg, agents)
-        evaluation = EvaluationRounds(build.EVAL_OPPONENT, cfg.eval.episodes, cfg.eval.env_steps, cfg.eval.yardstick, headlines.observe)
+        evaluation = EvaluationRounds(
+            build.EVAL_OPPONENT, cfg.eval.episodes, cfg.eval.env_steps, cfg.eval.yardstick, headlines.observe, headlines.together
+        )
         counters: dict[str, int] = {}
         if checkpoint is not None:
             restored = restore_league(checkpoint, league)
