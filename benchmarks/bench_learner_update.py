@@ -5,7 +5,7 @@ The policy is built as ``league-train`` builds it: the config composed from ``co
 the game's preset (``league.cli.train.composed_values``), validated into a ``RunConfig``, its
 algorithm from ``run/build.make_algorithms`` and its learner thread count from
 ``run/build.update_threads`` (connect four: the mirrored 4x4 conv reading the threat planes,
-the distilled depth-4 search, four epochs of 512-row minibatches, two threads). The batches
+the distilled depth-4 search, two epochs of 512-row minibatches, two threads). The batches
 are real boards: positions of uniformly random connect-four games with their legal moves
 (``bench_learner.connect_four_batch``), one iteration's rows (``--rows``, plus 13 more per
 round, so the last minibatch's shape changes as in a run).
@@ -17,9 +17,12 @@ over ``--repeats`` rounds after a warm-up round; the median reported, mean and m
 * ``before``: the update before issue 36, the baseline: the conv fed a contiguous
   channels-first copy of the board (:func:`league.algos.models.channels_first`, then
   ``fc(convs(x))``), the mirror's copies by advanced indexing, fp32 products in MKL;
-* ``channels_last``, ``index_select``: issue 36's steps up to that one (:data:`STEPS`: the
-  conv trunk channels-last end to end, :func:`league.algos.models.conv_trunk`; the copies by
-  ``index_select``; then ``now`` adds the products in oneDNN, :mod:`league.learn.onednn`);
+* ``before`` has four epochs over each batch, as the preset had before issue 36;
+* ``channels_last``, ``index_select``, ``onednn``: issue 36's steps up to that one (:data:`STEPS`:
+  the conv trunk channels-last end to end, :func:`league.algos.models.conv_trunk`; the copies
+  by ``index_select``; the products in oneDNN, :mod:`league.learn.onednn`), all at four epochs;
+  then ``now`` adds the preset's two epochs (2026-11-29: the job makes more env steps of it and
+  is as strong, benchmarks/results/strength_history.md);
 * ``compile``: ``now`` with PPO's loss (model forward included) under ``torch.compile``
   (inductor), not adopted; its first call's extra time is reported (``compile_s``);
 * ``bf16``: ``now`` under ``learner.precision=bf16`` (autocast), not the default.
@@ -62,10 +65,12 @@ from league.learn import Learner
 from league.learn.algorithm import batch_to_tensors
 from league.run.build import agent_spec, make_algorithms, update_threads
 
-VARIANTS = ("now", "before", "channels_last", "index_select", "compile", "bf16")
+VARIANTS = ("now", "before", "channels_last", "index_select", "onednn", "compile", "bf16")
 #: Issue 36's changes in the order they were made: a variant named after one runs the update
 #: with it and the ones before it only (``now`` has them all, ``before`` none).
-STEPS = ("channels_last", "index_select", "onednn")
+STEPS = ("channels_last", "index_select", "onednn", "two_epochs")
+#: Epochs over each batch without the ``two_epochs`` step (the preset's before 2026-11-29).
+FOUR_EPOCHS = ["algo.params.num_epochs=4"]
 
 
 def before_body(self: models.ConvModel, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -76,9 +81,15 @@ def before_body(self: models.ConvModel, obs: torch.Tensor) -> tuple[torch.Tensor
     return self.pi(z), self.vf(zv).squeeze(-1)
 
 
+def kept_steps(variant: str) -> tuple[str, ...]:
+    """Issue 36's steps (:data:`STEPS`) that ``variant`` runs with."""
+    return STEPS[: STEPS.index(variant) + 1] if variant in STEPS else () if variant == "before" else STEPS
+
+
 def build(overrides: list[str], variant: str) -> tuple[Learner, PPO, int]:
     """The learner and PPO algorithm ``league-train <overrides>`` builds, for ``variant``; and its threads."""
-    cfg = parse_run_config(composed_values(overrides))
+    epochs = [] if "two_epochs" in kept_steps(variant) else FOUR_EPOCHS
+    cfg = parse_run_config(composed_values([*epochs, *overrides]))
     spec, learning = agent_spec(cfg)
     algorithms = make_algorithms(cfg, spec, learning[:1])
     (pid, algo), = algorithms.items()
@@ -105,7 +116,7 @@ def before_forward(self: SymmetrizedModel, obs: torch.Tensor) -> tuple[torch.Ten
 def running(variant: str, algo: PPO, compiled: dict[str, Any]) -> Iterator[None]:
     """The patches ``variant`` runs under: issue 36's later steps undone (:data:`STEPS`), or
     the update compiled."""
-    kept = STEPS[: STEPS.index(variant) + 1] if variant in STEPS else () if variant == "before" else STEPS
+    kept = kept_steps(variant)
     with contextlib.ExitStack() as stack:
         if "channels_last" not in kept:
             stack.enter_context(mock.patch.object(models.ConvModel, "body", before_body))
@@ -194,7 +205,8 @@ def main() -> None:
     ms = {v: statistics.median(t) * 1000 for v, t in times.items()}
     for variant in variants:
         row: dict[str, Any] = {"bench": "learner_update", "figure": "update_ms", "variant": variant, **common,
-                               "threads": built[variant][2], "update_ms": round(ms[variant], 1),
+                               "threads": built[variant][2], "num_epochs": built[variant][1].config.num_epochs,
+                               "update_ms": round(ms[variant], 1),
                                "mean_ms": round(statistics.fmean(times[variant]) * 1000, 1),
                                "min_ms": round(min(times[variant]) * 1000, 1)}
         if "before" in ms:

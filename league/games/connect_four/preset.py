@@ -1,7 +1,10 @@
 """The ``connect_four`` preset: the default job's recipe (docs/STRENGTH.md has its figures).
 
 * PPO with a larger step and entropy bonus than the generic defaults, which keep self-play
-  from collapsing into one line of play;
+  from collapsing into one line of play, and two epochs over each batch instead of four:
+  the update is the run's clock on two cores, and at two epochs the 540 s job makes about
+  1.7x the env steps, which it turns into at least as much strength as four epochs on fewer
+  (benchmarks/results/strength_history.md, 2026-11-29);
 * the conv model (one 4x4 layer sees every line of four) averaged with its left-right
   mirror, reading connect four's threat planes (``connect_four_threats``);
 * an exact four-ply search distilled into the policy (``connect_four_search``, depth 4: it
@@ -22,7 +25,7 @@ __all__ = ["PRESET"]
 PRESET = Preset(
     name="connect_four",
     envs=("connect_four", "connect_four_v3", "pettingzoo.classic.connect_four_v3"),
-    about="connect four's self-play league: 0.73 / 0.75 against negamax depths 2 / 3 after 540 s on 2 cores",
+    about="connect four's self-play league: about 0.73 / 0.71 against negamax depths 2 / 3 after 540 s on 2 cores",
     values={
         "env": {"opening_plies": 4},
         "algo": {
@@ -30,6 +33,7 @@ PRESET = Preset(
             "params": {
                 "lr": 0.001,
                 "entropy_coef": 0.05,
+                "num_epochs": 2,
                 "model": "auto",
                 "model_kwargs": {"symmetry": "flip_lr", "input_features": "connect_four_threats"},
                 "aux_loss": "connect_four_search",
