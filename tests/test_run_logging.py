@@ -214,6 +214,33 @@ def test_co_op_sides_are_evaluated_together_and_record_no_win_rate():
     assert rounds.returns == {"main": -2.0} and rounds.win_rates == {}  # a team: the mean over its seats (r and r + 2)
 
 
+def test_a_team_of_two_learning_sides_plays_one_set_of_games_and_each_gets_its_seats_return():
+    from league.run.evaluation import EvaluationRounds
+    from league.sampling import FixedMatchups
+
+    class Pair:
+        learning = ["talk", "hear"]
+
+        def evaluation_matchups(self):
+            return []
+
+        def teammates_source(self, pid):
+            return FixedMatchups({"s": "talk", "l": "hear"})
+
+    class Sampler:
+        calls = 0
+
+        def evaluate(self, episodes, matchups, **_):
+            Sampler.calls += 1
+            return [{"policies": dict(matchups.policies), "returns": {"s": r, "l": r}, "outcome": {"s": "loss", "l": "loss"}}
+                    for r in (-3.0, -5.0)]  # fmt: skip
+
+    rounds = EvaluationRounds("random", episodes=2, together=lambda: True)
+    rounds.start([Sampler()], Pair())
+    rounds.collect(Pair(), block=True)
+    assert Sampler.calls == 1 and rounds.returns == {"talk": -4.0, "hear": -4.0} and rounds.win_rates == {}
+
+
 def test_greedy_win_rates_of_players_of_known_strength():
     """Uniformly random tic-tac-toe wins 58.5% of its games as first player and 28.8% as second
     against random play, so 43.6% with random seats; the perfect (minimax) player never loses."""

@@ -21,7 +21,7 @@ from league.run.headline import TEAMMATES
 from league.runtime.actors import Pending, is_ray_actor, resolve, resolve_lenient, submit
 from league.runtime.faces import SamplerFace, SamplerHandle
 from league.leagues import TrainingLeague
-from league.sampling import MatchupBatch, MatchupSource, OpponentSampling
+from league.sampling import FixedMatchups, MatchupBatch, MatchupSource, OpponentSampling
 
 #: Iterations in a row without a finished training episode before a warning says why.
 QUIET_ITERATIONS_WARNING = 4
@@ -218,14 +218,22 @@ class EvaluationRounds:
         # run one after the other too.
         self._round_opponent = TEAMMATES if self.together is not None and self.together() else self.opponent
         opponents = [self._round_opponent, *([self.yardstick] if self.yardstick else [])]
-        turns = (len(league.learning) * len(opponents) + bool(games)) * (1 if any(is_ray_actor(s) for s in samplers) else len(samplers))
-        limit = None if time_limit_s is None else max(0.0, time_limit_s) / turns
+        planned: list[tuple[str, str, MatchupSource]] = []
+        teamed: set[str] = set()  # learning policies whose team's games are planned already
         for pid in league.learning:
             for opponent in opponents:
-                matchups = league.teammates_source(pid) if opponent == TEAMMATES else league.evaluation_source(pid, opponent)
-                self._pending.append((pid, opponent, [
-                    (s, submit(s, SamplerFace.evaluate, per, matchups, time_limit_s=limit, max_env_steps=steps)) for s in samplers
-                ]))
+                if opponent != TEAMMATES:
+                    planned.append((pid, opponent, league.evaluation_source(pid, opponent)))
+                elif pid not in teamed:  # one set of games per team: its members' figures are the team's
+                    team = league.teammates_source(pid)
+                    teamed |= set(team.policies.values()) if isinstance(team, FixedMatchups) else {pid}
+                    planned.append((pid, opponent, team))
+        turns = (len(planned) + bool(games)) * (1 if any(is_ray_actor(s) for s in samplers) else len(samplers))
+        limit = None if time_limit_s is None else max(0.0, time_limit_s) / turns
+        for pid, opponent, matchups in planned:
+            self._pending.append((pid, opponent, [
+                (s, submit(s, SamplerFace.evaluate, per, matchups, time_limit_s=limit, max_env_steps=steps)) for s in samplers
+            ]))
         if games:  # the league's own games, split between samplers
             shares = [games[i :: len(samplers)] for i in range(len(samplers))]
             calls = [
@@ -260,10 +268,12 @@ class EvaluationRounds:
             elif episodes:  # every sampler of this evaluation lost: no result, not a 0
                 if opponent != TEAMMATES:
                     self.win_rates[pid] = wins_of(pid, episodes)
-                mean, median = mean_return_of(pid, episodes), median_return_of(pid, episodes)
-                if mean is not None and median is not None:  # both None without a seat
-                    self.returns[pid] = round(mean, 5)
-                    self.medians[pid] = round(median, 5)
+                # A team's games give each of its learning policies its own seats' figures.
+                for member in [p for p in league.learning if p == pid or opponent == TEAMMATES]:
+                    mean, median = mean_return_of(member, episodes), median_return_of(member, episodes)
+                    if mean is not None and median is not None:  # both None without a seat
+                        self.returns[member] = round(mean, 5)
+                        self.medians[member] = round(median, 5)
         self._pending = []
         self.round_s = time.perf_counter() - self._started_at
         if self.win_rates:
