@@ -3,8 +3,8 @@
 * PPO with a larger step and entropy bonus than the generic defaults, which keep self-play
   from collapsing into one line of play, and two epochs over each batch instead of four:
   the update is the run's clock on two cores, and at two epochs the 540 s job makes about
-  1.7x the env steps, which it turns into at least as much strength as four epochs on fewer
-  (benchmarks/results/strength_history.md, 2026-11-29);
+  1.55x the env steps, which it turns into as much strength as four epochs on fewer (within
+  run-to-run noise; benchmarks/results/strength_history.md, 2026-11-29);
 * the conv model (one 4x4 layer sees every line of four) averaged with its left-right
   mirror, reading connect four's threat planes (``connect_four_threats``);
 * an exact four-ply search distilled into the policy (``connect_four_search``, depth 4: it
