@@ -112,9 +112,9 @@ class ReplayAlgorithm(Algorithm):
         for key in results[0]:
             if key not in out:
                 out[key] = torch.cat([r[key].detach().float() for r in results]).cpu().numpy()
-        if "loss" in scalars and not np.isfinite(per_step[:, scalars.index("loss")]).all():
-            bad = next(i for i in range(steps) if not np.isfinite(per_step[i, scalars.index("loss")]))
-            raise FloatingPointError(f"{self.name.upper()} loss became non-finite: {dict(zip(scalars, per_step[bad].tolist()))}")
+        bad = np.flatnonzero(~np.isfinite(per_step[:, scalars.index("loss")])) if "loss" in scalars else np.empty(0, dtype=np.int64)
+        if len(bad):  # the first step whose loss was not finite, with its statistics
+            raise FloatingPointError(f"{self.name.upper()} loss became non-finite: {dict(zip(scalars, per_step[bad[0]].tolist()))}")
         out[GRADIENT_STEPS] = float(steps)
         return out
 
