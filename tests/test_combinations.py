@@ -143,6 +143,25 @@ def test_leduc_on_the_cpp_backend_trains_snapshots_and_logs_exact_exploitability
         assert metas and all(b <= a + 1e-9 for a, b in zip(metas, metas[1:]))  # never rises as snapshots join
 
 
+@pytest.mark.parametrize("algo", ["ppo", "dqn"])
+def test_rps_logs_its_plugins_exact_exploitability_as_the_headline(algo, tmp_path):
+    """Outside OpenSpiel, through the seam a game plug-in registers (league.games.rps)."""
+    from league.envs import make_env
+    from league.games.rps import RepeatedRpsExploitability
+
+    values = _values(algo, "selfplay", env="rps", league={"exploitability_interval": 2},
+                     eval={"interval": 2, "episodes": 4, "metric": "exploitability/main", "metric_mode": "min"})  # fmt: skip
+    trainer, summary = _run(values, tmp_path / "run")
+    _check_run(trainer, summary, tmp_path / "run", "selfplay")
+    measured = [r["exploitability"]["main"] for r in _rows(tmp_path / "run") if "exploitability" in r]
+    assert len(measured) == ITERATIONS // 2 and all(0.0 <= e <= 15.0 for e in measured)
+    final = RepeatedRpsExploitability(make_env("rps")).exploitability(trainer.algorithms["main"], trainer.learner.get_weights(["main"])["main"])
+    assert measured[-1] == pytest.approx(final, abs=1e-9)
+    headline = trainer.history[-1]["headline"]
+    assert (headline["metric"], headline["mode"], headline["value"]) == ("exploitability/main", "min", pytest.approx(final))
+    assert headline["best"] == pytest.approx(min(measured))
+
+
 @pytest.mark.parametrize(("recipe", "meta_strategy"), [("psro", "nash"), ("psro", "least_exploitable"), ("alphastar", "least_exploitable")])
 @pytest.mark.parametrize("algo", ["ppo", "dqn"])
 def test_kuhn_poker_logs_exact_exploitability(algo, recipe, meta_strategy, tmp_path):

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from league.envs.registry import openspiel_game_of
 from league.leagues.base import TrainingLeague
+from league.population.exploitability_measures import EXPLOITABILITY_MEASURES
 from league.population.payoff import PayoffTable
 from league.population.recipes import build_league
 from league.population.scripted import scripted_factory
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     from league.envs.base import AgentSpec
     from league.learn.algorithm import Algorithm
     from league.leagues.exact import ExactMetaGame
+    from league.population.exploitability_measures import ExploitabilityMeasure
 
 __all__ = ["learning_policy_ids", "make_league"]
 
@@ -53,6 +55,21 @@ def _exact_evaluator(cfg: RunConfig) -> ExactMetaGame:
     env = make_env(cfg.env.name, **cfg.env.kwargs)
     try:
         return ExactMetaGame.from_env(env, meta_strategy=cfg.league.meta_strategy)
+    finally:
+        env.close()
+
+
+def _exploitability_measure(cfg: RunConfig) -> ExploitabilityMeasure:
+    """The self-play league's exact exploitability: OpenSpiel's game tree, else the measure
+    the env's plug-in registered (:data:`~league.population.exploitability_measures.EXPLOITABILITY_MEASURES`),
+    built from an env made as the samplers make theirs."""
+    if openspiel_game_of(cfg.env.name) is not None:
+        return _exact_evaluator(cfg)
+    from league.envs import make_env
+
+    env = make_env(cfg.env.name, **cfg.env.kwargs)
+    try:
+        return EXPLOITABILITY_MEASURES.get(cfg.env.name, "env.name")(env)
     finally:
         env.close()
 
@@ -98,8 +115,13 @@ def make_league(
         fixed = {pid: (scripted_factory(pid, spec, league.negamax_depth), share) for pid, share in _fixed_opponents(cfg).items()}
         return PolicyPairs(list(algorithms), PayoffTable(decay=league.payoff_decay, min_games=league.payoff_min_games), fixed)
     game = openspiel_game_of(cfg.env.name)
-    if league.exploitability_interval and game is None:
-        raise ValueError(f"league.exploitability_interval needs an OpenSpiel env (kuhn_poker, leduc_poker...), not '{cfg.env.name}'")
+    measured = game is not None or (league.recipe == "selfplay" and cfg.env.name in EXPLOITABILITY_MEASURES)
+    if league.exploitability_interval and not measured:
+        raise ValueError(
+            f"league.exploitability_interval needs an OpenSpiel env (kuhn_poker, leduc_poker...) or, with league.recipe "
+            f"selfplay, a game whose plug-in measures it (rps; docs/PLUGINS.md), not '{cfg.env.name}' with recipe "
+            f"'{league.recipe}'; set it to 0"
+        )
     if league.recipe == "selfplay":
         main = next(iter(algorithms))
         pool = SelfPlayPool(
@@ -113,7 +135,7 @@ def make_league(
         from league.leagues.selfplay import SelfPlayLeague
 
         fixed_players = {pid: scripted_factory(pid, spec, league.negamax_depth) for pid in _fixed_opponents(cfg)}
-        exact = _exact_evaluator(cfg) if game is not None and league.exploitability_interval else None
+        exact = _exploitability_measure(cfg) if league.exploitability_interval else None
         return SelfPlayLeague(pool, algorithms[main], fixed_players, league.snapshot_steps, exact, league.exploitability_interval)
 
     if league.meta_game == "exact" and game is None:

@@ -16,7 +16,7 @@ from league.population.selfplay import SelfPlayPool
 from league.sampling.matchups import MatchupSource
 
 if TYPE_CHECKING:
-    from league.leagues.exact import ExactMetaGame
+    from league.population.exploitability_measures import ExploitabilityMeasure
     from league.learn.algorithm import Algorithm
 
 __all__ = ["SelfPlayLeague"]
@@ -36,8 +36,9 @@ class SelfPlayLeague(TrainingLeague):
         algorithm: the learning policy's algorithm (it builds snapshot policies too).
         fixed: factories of the fixed members (e.g. ``{"random": RandomPolicyFactory()}``).
         snapshot_steps: main's sampled agent steps between snapshots (0: never).
-        exact: the exact evaluator of an OpenSpiel game: main's exploitability is then
-            logged every ``exploitability_interval`` iterations (0: never).
+        exact: main's exact exploitability (an OpenSpiel game's
+            :class:`~league.leagues.exact.ExactMetaGame`, or a game plug-in's measure), logged
+            every ``exploitability_interval`` iterations (0: never).
     """
 
     def __init__(
@@ -46,7 +47,7 @@ class SelfPlayLeague(TrainingLeague):
         algorithm: Algorithm,
         fixed: Mapping[str, PolicyFactory],
         snapshot_steps: int,
-        exact: ExactMetaGame | None = None,
+        exact: ExploitabilityMeasure | None = None,
         exploitability_interval: int = 0,
     ) -> None:
         self.pool = pool

@@ -367,7 +367,8 @@ def check_exact_game(cfg: RunConfig, env: MultiAgentEnv) -> None:
     """What the league's exact path needs (:class:`~league.leagues.exact.ExactMetaGame`), checked
     before Ray starts: ``league.exploitability_interval``, a coordinated recipe's
     ``league.meta_game: exact`` and a ``league.meta_strategy`` other than nash need an OpenSpiel
-    game (the exact evaluator walks its tree), and an env that would truncate episodes the game
+    game (the exact evaluator walks its tree) or, for the selfplay recipe's exploitability, a
+    measure the game's plug-in registered (built here, so that it fails before Ray), and an env that would truncate episodes the game
     can play out (``env.kwargs.max_episode_steps``) would be scored as a different game."""
     from league.envs.registry import openspiel_game_of
     from league.leagues.exact import META_STRATEGIES
@@ -381,10 +382,17 @@ def check_exact_game(cfg: RunConfig, env: MultiAgentEnv) -> None:
         ) if on
     ]  # fmt: skip
     game = openspiel_game_of(cfg.env.name)
+    if game is None and league.exploitability_interval and not coordinated:  # (then it is all that is wanted)
+        from league.population.exploitability_measures import EXPLOITABILITY_MEASURES
+
+        if cfg.env.name in EXPLOITABILITY_MEASURES:  # the game's plug-in measures it; built now so that it fails here
+            EXPLOITABILITY_MEASURES.get(cfg.env.name, "env.name")(env)
+            return
     if wanted and game is None:
         raise ValueError(
             f"{' and '.join(wanted)} scores players exactly on an OpenSpiel game's tree (kuhn_poker, leduc_poker, "
-            f"openspiel:<game>), and env '{cfg.env.name}' is none; use league.meta_game=empirical (payoffs from "
+            f"openspiel:<game>) or, for the selfplay recipe's exploitability, through the game's plug-in (rps), and env "
+            f"'{cfg.env.name}' has neither; use league.meta_game=empirical (payoffs from "
             "played games), leave league.meta_strategy=nash and league.exploitability_interval=0"
         )
     if game is None or not (league.exploitability_interval or (coordinated and league.meta_game != "empirical")):
