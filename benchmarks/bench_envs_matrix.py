@@ -13,6 +13,9 @@ judged against. One JSON line per entry:
   ``raw_env_steps_per_s`` and their ratio ``vs_raw``; ``running_env_steps_per_s`` and
   ``running_vs_raw``: the same from the run's first metrics row to its last (start-up excluded:
   Ray, the sampler actors and their env copies, and the first iteration's sampling);
+* ``eval_env_steps``: env steps of the finished evaluation games (the samplers play them
+  besides training), and ``stepped_vs_raw``: training and evaluation env steps together over
+  the whole run, against the raw speed (how fast the samplers step the env, whatever for);
 * ``training_episodes`` (finished training episodes) and ``evaluations`` (rounds with a figure);
 * ``headline``: the run's final headline (metric, game shape, opponent, value, best, per side);
 * ``first_quarter`` / ``last_quarter``: the mean headline value (and each side's) over the first
@@ -173,12 +176,16 @@ def run_entry(label: str, overrides: list[str], cap_s: float, raw_s: float, keep
     raw = row["raw_env_steps_per_s"]
     running = running_speed(rows)
     evals = evaluations(rows)
+    eval_steps = rows[-1].get("eval_env_steps") if rows else None
     first, last = quarter(evals, last=False), quarter(evals, last=True)
     row.update(
         env_steps=summary.get("env_steps"), env_steps_per_s=steps_s,
         vs_raw=round(steps_s / raw, 2) if steps_s and raw else None,
         running_env_steps_per_s=None if running is None else round(running, 1),
         running_vs_raw=round(running / raw, 2) if running and raw else None,
+        eval_env_steps=eval_steps,
+        stepped_vs_raw=round((summary["env_steps"] + eval_steps) / summary["wall_time_s"] / raw, 2)
+        if raw and eval_steps is not None and summary.get("wall_time_s") else None,
         training_episodes=sum(int(r.get("episodes") or 0) for r in rows), evaluations=len(evals),
         headline=summary.get("headline"), first_quarter=first, last_quarter=last,
         improved=None if first is None or last is None or len(evals) < 2 else (

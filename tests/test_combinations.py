@@ -93,6 +93,8 @@ def _check_run(trainer: Trainer, summary: dict[str, Any], run_dir: Path, recipe:
     assert all(b - a >= 64 for a, b in zip(steps, steps[1:])), steps
     assert summary["snapshots"], "no snapshot taken"
     assert summary["win_rates_vs_random"], "no evaluation"
+    evaluated = [r["eval_env_steps"] for r in rows]  # finished evaluation games' env steps, counted
+    assert evaluated == sorted(evaluated) and evaluated[-1] >= 4 * 5, evaluated  # a round: 4 games of 5+ moves
     assert all(r["episodes"] >= 0 and "counters" in r for r in rows)
     assert all(0.0 <= r["plan_idle_s"] <= r["time_s"] for r in rows)  # the plan's sleeps, within its wall time
     if recipe == "selfplay":

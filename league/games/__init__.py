@@ -7,7 +7,9 @@ core's declared seams, the same seams a user's own game uses:
 * auxiliary losses of the actor-critic algorithms (:data:`league.algos.seams.AUXILIARY_LOSSES`),
 * scripted players (:data:`league.population.scripted.SCRIPTED_PLAYERS`),
 * a preset of training settings (:data:`league.presets.PRESETS`), applied by ``league-train``
-  and ``Trainer`` when the run's env is the preset's game.
+  and ``Trainer`` when the run's env is the preset's game,
+* an exact exploitability measure outside OpenSpiel
+  (:data:`league.population.exploitability_measures.EXPLOITABILITY_MEASURES`).
 
 The packages are declared under the ``league.plugins`` entry-point group
 (``pyproject.toml``), so a name resolves in every process without an import here;
@@ -19,4 +21,6 @@ package (``scripts/check_imports.py`` enforces it).
 * :mod:`league.games.connect_four`: the exact search, negamax, tactics, its preset.
 * :mod:`league.games.tictactoe`: minimax, its preset.
 * :mod:`league.games.poker`: kuhn and leduc poker's PSRO presets.
+* :mod:`league.games.rps`: rock-paper-scissors' exact exploitability (through
+  :data:`league.population.exploitability_measures.EXPLOITABILITY_MEASURES`) and preset.
 """

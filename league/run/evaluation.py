@@ -162,6 +162,8 @@ class EvaluationRounds:
         medians: the latest median episode return of each learning policy in those games.
         best_win_rate: the best, over rounds, of the worst policy's win rate.
         lost_sampler_calls: evaluation calls lost with their sampler.
+        env_steps_played: env steps of the finished evaluation games this process collected
+            (the samplers' work besides training: games cut short by a bound are not counted).
     """
 
     def __init__(
@@ -182,6 +184,7 @@ class EvaluationRounds:
         self.medians: dict[str, float] = {}
         self.best_win_rate: float | None = None
         self.lost_sampler_calls = 0
+        self.env_steps_played = 0
         # The latest round's games cut short by its time limit or env-step bound: policy ->
         # opponent -> episodes played, of `asked` each (empty: the round played every game).
         self.partial: dict[str, dict[str, int]] = {}
@@ -257,6 +260,7 @@ class EvaluationRounds:
             results, failed = resolve_lenient([r for _, r in calls], [s for s, _ in calls], default=[])
             self.lost_sampler_calls += failed
             episodes = [e for eps in results for e in eps]
+            self.env_steps_played += sum(int(e["length"]) for e in episodes)
             if pid is not None and len(episodes) < self.asked:  # cut by the time limit or env-step bound
                 self.partial.setdefault(pid, {})[opponent] = len(episodes)
             if self.observe is not None:

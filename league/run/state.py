@@ -118,7 +118,7 @@ class Run:
         time_s = elapsed + time.perf_counter() - t0
         extra = {
             "learner_restores": self.learner_restores, "lost_sampler_calls": self.episodes.lost_sampler_calls + evaluation.lost_sampler_calls,
-            "eval_return_mean": dict(evaluation.returns), "eval_return_median": dict(evaluation.medians),
+            "eval_env_steps": evaluation.env_steps_played, "eval_return_mean": dict(evaluation.returns), "eval_return_median": dict(evaluation.medians),
             "eval_partial": {"asked": evaluation.asked, "played": evaluation.partial} if evaluation.partial else {},
             **({"yardstick": {"opponent": evaluation.yardstick, "win_rate": dict(evaluation.yardstick_win_rates)}} if evaluation.yardstick else {}),
         }  # fmt: skip
