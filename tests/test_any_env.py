@@ -61,6 +61,29 @@ def test_atari_aec_env_is_played_through_the_parallel_api():
         make_env("pettingzoo.atari.pong_v3", obs_type="ram", api="aec")
 
 
+def test_atari_is_stepped_without_pettingzoos_round_trip_and_plays_the_same_game():
+    pytest.importorskip("multi_agent_ale_py")
+    import pettingzoo.atari.pong_v3 as pong
+
+    from league.envs.registry import _with_atari_roms
+
+    fast = make_env("pettingzoo.atari.pong_v3", obs_type="ram", max_cycles=300)
+    assert type(fast.env).__name__ == "ParallelAtariEnv"  # not aec_to_parallel(parallel_to_aec(...))
+    kwargs = _with_atari_roms("pettingzoo.atari.pong_v3", {"obs_type": "ram", "max_cycles": 300})
+    round_trip = PettingZooParallelEnv(pong.parallel_env(**kwargs), name="pong")
+    assert type(round_trip.env).__name__ == "aec_to_parallel_wrapper"
+    rng = np.random.default_rng(0)
+    a, b = fast.reset(seed=3), round_trip.reset(seed=3)
+    for _ in range(400):  # past the end of an episode (max_cycles 300) and into the next
+        assert set(a.obs) == set(b.obs) and all(np.array_equal(a.obs[k], b.obs[k]) for k in a.obs)
+        assert (a.rewards, a.terminated, a.truncated, a.done) == (b.rewards, b.terminated, b.truncated, b.done)
+        if a.done:
+            a, b = fast.reset(seed=4), round_trip.reset(seed=4)
+            continue
+        actions = {k: int(rng.integers(6)) for k in a.obs}
+        a, b = fast.step(actions), round_trip.step(actions)
+
+
 def test_atari_pong_ram_trains_through_league_train(tmp_path):
     """Atari pong_v3 with RAM observations, a short run through league-train's code path: it
     completes, trains and logs metrics (training episodes, losses, evaluation)."""
