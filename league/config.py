@@ -229,11 +229,19 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
 
 
 def _check_eval(cfg: RunConfig, spec: Any) -> None:
-    """``eval.shape`` one of the shapes, ``eval.yardstick`` a scripted player that plays ``spec``'s agents."""
-    from league.run.headline import SHAPES
+    """``eval.shape`` one of the shapes (and no ``stop.win_rate`` where a declared co-op game's
+    sides play together: no win rate is recorded), ``eval.yardstick`` a scripted player that
+    plays ``spec``'s agents."""
+    from league.run.headline import SHAPES, plays_together
 
     if cfg.eval.shape not in SHAPES:
         raise ValueError(f"eval.shape must be one of {list(SHAPES)}, got {cfg.eval.shape!r}")
+    if cfg.stop.win_rate and plays_together(cfg.eval.shape, len(cfg.env.groups)):
+        raise ValueError(
+            f"stop.win_rate={cfg.stop.win_rate} can never stop this run: with eval.shape coop its {len(cfg.env.groups)} sides "
+            "are evaluated playing together, and nobody wins those games; stop on the team's return instead "
+            "(stop.return_mean=<return>)"
+        )
     if cfg.eval.yardstick is not None:
         from league.population.scripted import scripted_factory
 

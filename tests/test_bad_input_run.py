@@ -46,8 +46,8 @@ def test_a_zero_share_is_no_member():
 def test_an_exact_meta_game_needs_an_openspiel_game_before_ray_starts(tmp_path, capsys):
     values = composed_values("env=tictactoe", "league=psro", "league.meta_game=exact", "sampler.remote=false")
     err = _refused(values, tmp_path, capsys)
-    assert "league.meta_game=exact" in err and "env 'tictactoe' is none" in err and "league.meta_game=empirical" in err
-    with pytest.raises(ValueError, match=r"league.exploitability_interval=2 .* env 'tictactoe' is none"):
+    assert "league.meta_game=exact" in err and "env 'tictactoe' has neither" in err and "league.meta_game=empirical" in err
+    with pytest.raises(ValueError, match=r"league.exploitability_interval=2 .* env 'tictactoe' has neither"):
         parse_run_config(composed_values("env=tictactoe", "league.exploitability_interval=2"))
     # The exact path scores the whole game: an env that truncates it is refused too.
     with pytest.raises(ValueError, match=r"env.kwargs.max_episode_steps=2 truncates 'kuhn_poker' episodes.*raise it to"):

@@ -7,10 +7,12 @@ import warnings
 
 import pytest
 
+from league.config import parse_run_config
 from league.progress import format_status
 from league.run.headline import TEAMMATES, Headlines, RewardEvidence, choose_headline, final_figure, game_shape, plays_together
 from league.run.records import RunClock, stop_reached
 from league.run.schema import StopConfig
+from tests.run_helpers import composed_values
 
 
 def _episode(**returns: float) -> dict:
@@ -145,6 +147,13 @@ def test_stop_win_rate_reads_the_headlines_win_rates():
     assert stop_reached(stop, clock, 1.0, {"main": 1.0})
     clock.latest_row = {"headline": {"metric": "return", "sides": {"main": 3.0}}}
     assert stop_reached(stop, clock, 1.0, {"main": 0.7}) and not stop_reached(stop, clock, 1.0, {"main": 0.5})
+
+
+def test_stop_win_rate_is_refused_where_co_op_sides_play_together():
+    # simple_speaker_listener's file declares eval.shape coop for its two sides: nobody wins.
+    with pytest.raises(ValueError, match=r"stop.win_rate=0.9 can never stop this run: .* 2 sides .*stop.return_mean="):
+        parse_run_config(composed_values("env=simple_speaker_listener", "stop.win_rate=0.9"))
+    parse_run_config(composed_values("env=simple_speaker_listener", "+stop.return_mean=-20"))
 
 
 def test_the_progress_line_leads_with_the_headline():

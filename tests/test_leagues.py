@@ -66,7 +66,7 @@ def test_alphastar_recipe_builds_every_role_and_player():
 @pytest.mark.parametrize("recipe", ["psro", "selfplay"])
 def test_exploitability_needs_an_openspiel_env(recipe, tmp_path):
     # Refused by the config check, before Ray starts (issue 38: it was refused at setup).
-    with pytest.raises(ValueError, match=r"league.exploitability_interval=1 scores players exactly .* env 'tictactoe' is none"):
+    with pytest.raises(ValueError, match=r"league.exploitability_interval=1 scores players exactly .* env 'tictactoe' has neither"):
         _config(recipe, exploitability_interval=1)
 
 

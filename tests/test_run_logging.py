@@ -156,7 +156,7 @@ class _EvalSampler:
 
     def evaluate(self, episodes, matchups, **_):
         seats = ("a", "b") if self.team else ("a",)
-        return [{"policies": {s: "main" for s in seats} | {"x": "random"}, "returns": {"a": r, "b": r + 2.0, "x": 0.0},
+        return [{"policies": {s: "main" for s in seats} | {"x": "random"}, "returns": {"a": r, "b": r + 2.0, "x": 0.0}, "length": 9,
                  "outcome": {s: "loss" for s in (*seats, "x")}} for r in self.returns]  # fmt: skip
 
 
@@ -177,6 +177,10 @@ def test_evaluation_reports_the_mean_and_the_median_return():
     rounds.start([_EvalSampler([0.0, 0.0, 1.0]), _EvalSampler([1.0, 13.0])], _EvalLeague())
     rounds.collect(_EvalLeague(), block=True)
     assert rounds.returns == {"main": 3.0} and rounds.medians == {"main": 1.0}  # one big episode moves only the mean
+    assert rounds.env_steps_played == 5 * 9  # the finished games' env steps, counted across rounds
+    rounds.start([_EvalSampler([2.0])], _EvalLeague())
+    rounds.collect(_EvalLeague(), block=True)
+    assert rounds.env_steps_played == 6 * 9
     team = _EvalSampler([0.0, 4.0, 10.0], team=True).evaluate(3, None)  # a team's return: the mean over its seats
     assert mean_return_of("main", team) == pytest.approx(5.6666, abs=1e-3) and median_return_of("main", team) == 5.0
     assert median_return_of("nobody", team) is None and median_return_of("main", []) is None
@@ -232,7 +236,7 @@ def test_a_team_of_two_learning_sides_plays_one_set_of_games_and_each_gets_its_s
 
         def evaluate(self, episodes, matchups, **_):
             Sampler.calls += 1
-            return [{"policies": dict(matchups.policies), "returns": {"s": r, "l": r}, "outcome": {"s": "loss", "l": "loss"}}
+            return [{"policies": dict(matchups.policies), "returns": {"s": r, "l": r}, "outcome": {"s": "loss", "l": "loss"}, "length": 9}
                     for r in (-3.0, -5.0)]  # fmt: skip
 
     rounds = EvaluationRounds("random", episodes=2, together=lambda: True)
