@@ -94,6 +94,7 @@ def test_a_side_is_evaluated_with_the_other_sides_learning_policies_as_teammates
     rng = np.random.default_rng(0)
     assert league.teammates_source("talk").next_matchup(["speaker_0", "listener_0"], 0, rng).policies == {"speaker_0": "talk", "listener_0": "hear"}
     assert league.teammates_source("hear2").next_matchup(["speaker_0", "listener_0"], 0, rng).policies == {"speaker_0": "talk", "listener_0": "hear2"}
+    assert league.teammates("hear2") == ["hear2", "talk"] and league.teammates("talk") == ["talk", "hear"]
     against = league.evaluation_source("talk", "random").next_matchup(["speaker_0", "listener_0"], 0, rng).policies
     assert against == {"speaker_0": "talk", "listener_0": "random:listener"}
 

@@ -195,6 +195,9 @@ class _TeamLeague(_EvalLeague):
     def evaluation_source(self, pid, opponent):
         self.asked.append(("against", pid, opponent))
 
+    def teammates(self, pid):
+        return [pid]
+
     def teammates_source(self, pid):
         self.asked.append(("with", pid))
 
@@ -227,6 +230,9 @@ def test_a_team_of_two_learning_sides_plays_one_set_of_games_and_each_gets_its_s
 
         def evaluation_matchups(self):
             return []
+
+        def teammates(self, pid):
+            return [pid, "hear" if pid == "talk" else "talk"]
 
         def teammates_source(self, pid):
             return FixedMatchups({"s": "talk", "l": "hear"})

@@ -81,6 +81,11 @@ class TrainingLeague(ABC):
 
         return OpponentSampling(policy_id, {opponent: 1.0})
 
+    def teammates(self, policy_id: str) -> list[str]:
+        """The learning policies that :meth:`teammates_source` seats with ``policy_id`` (itself
+        first): a co-op game's team, whose figures one set of evaluation games gives."""
+        return [policy_id]
+
     def teammates_source(self, policy_id: str) -> MatchupSource:
         """The matchups of ``policy_id``'s evaluation games in a co-op game: the league's learning
         policies together (here ``policy_id`` on every seat; a league of sides puts each side's

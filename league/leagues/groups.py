@@ -187,11 +187,22 @@ class GroupLeague(TrainingLeague):
 
         return FixedMatchups({a: policy_id if g == mine else other(g) for g, members in self.groups.items() for a in members})
 
+    def _team(self, policy_id: str) -> dict[str, str]:
+        """Group -> the learning policy on its seats: ``policy_id`` for its own group, each other
+        group's first learning policy."""
+        mine = self.policy_groups[policy_id]
+        return {g: policy_id if g == mine else pids[0] for g, pids in self.learners().items()}
+
+    def teammates(self, policy_id: str) -> list[str]:
+        """``policy_id``, then each other group's first learning policy."""
+        team = self._team(policy_id)
+        return [policy_id, *(p for p in team.values() if p != policy_id)]
+
     def teammates_source(self, policy_id: str) -> MatchupSource:
         """``policy_id`` on every seat of its group, each other group's first learning policy on
         its seats: the team of learning policies a co-op game is evaluated by."""
-        mine, firsts = self.policy_groups[policy_id], {g: pids[0] for g, pids in self.learners().items()}
-        return FixedMatchups({a: policy_id if g == mine else firsts[g] for g, members in self.groups.items() for a in members})
+        team = self._team(policy_id)
+        return FixedMatchups({a: team[g] for g, members in self.groups.items() for a in members})
 
     def record(self, episodes: list[dict[str, Any]]) -> None:
         """Every learning policy's group against each other group's policy, by mean group return."""

@@ -21,7 +21,7 @@ from league.run.headline import TEAMMATES
 from league.runtime.actors import Pending, is_ray_actor, resolve, resolve_lenient, submit
 from league.runtime.faces import SamplerFace, SamplerHandle
 from league.leagues import TrainingLeague
-from league.sampling import FixedMatchups, MatchupBatch, MatchupSource, OpponentSampling
+from league.sampling import MatchupBatch, MatchupSource, OpponentSampling
 
 #: Iterations in a row without a finished training episode before a warning says why.
 QUIET_ITERATIONS_WARNING = 4
@@ -228,9 +228,8 @@ class EvaluationRounds:
                 if opponent != TEAMMATES:
                     planned.append((pid, opponent, league.evaluation_source(pid, opponent)))
                 elif pid not in teamed:  # one set of games per team: its members' figures are the team's
-                    team = league.teammates_source(pid)
-                    teamed |= set(team.policies.values()) if isinstance(team, FixedMatchups) else {pid}
-                    planned.append((pid, opponent, team))
+                    teamed |= set(league.teammates(pid))
+                    planned.append((pid, opponent, league.teammates_source(pid)))
         turns = (len(planned) + bool(games)) * (1 if any(is_ray_actor(s) for s in samplers) else len(samplers))
         limit = None if time_limit_s is None else max(0.0, time_limit_s) / turns
         for pid, opponent, matchups in planned:
