@@ -32,7 +32,7 @@ from league.runtime.faces import Weights
 __all__ = ["ENVS", "PRESET", "RepeatedRpsExploitability"]
 
 #: The env names of PettingZoo's rock-paper-scissors.
-ENVS = ("rps", "rps_v2", "pettingzoo.classic.rps_v2")
+ENVS = ("rps", "pettingzoo.classic.rps_v2", "pettingzoo.classic.rps.rps")
 
 #: Cycles an episode may take before the reader gives up (PettingZoo's default is 15).
 _MAX_CYCLES = 100_000

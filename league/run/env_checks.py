@@ -368,8 +368,9 @@ def check_exact_game(cfg: RunConfig, env: MultiAgentEnv) -> None:
     before Ray starts: ``league.exploitability_interval``, a coordinated recipe's
     ``league.meta_game: exact`` and a ``league.meta_strategy`` other than nash need an OpenSpiel
     game (the exact evaluator walks its tree) or, for the selfplay recipe's exploitability, a
-    measure the game's plug-in registered (built here, so that it fails before Ray), and an env that would truncate episodes the game
-    can play out (``env.kwargs.max_episode_steps``) would be scored as a different game."""
+    measure the game's plug-in registered (built here, so that it fails before Ray), and an env
+    that would truncate episodes the game can play out (``env.kwargs.max_episode_steps``) would
+    be scored as a different game."""
     from league.envs.registry import openspiel_game_of
     from league.leagues.exact import META_STRATEGIES
 
