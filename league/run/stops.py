@@ -43,6 +43,7 @@ ROW_FIGURES = frozenset(
         "iteration", "env_steps", "time_s", "env_steps_per_s", "train_steps", "episodes", "mean_episode_len",
         "win_rate_vs_random", "eval_return_mean", "eval_return_median", "snapshots", "snapshots_evicted",
         "learner_restores", "lost_sampler_calls", "league_players", "coordinator_restarts", "exploitability", "plan_idle_s",
+        "eval_env_steps",
     }
 )  # fmt: skip
 
