@@ -14,9 +14,9 @@ against MCTS-1000: hex 7x7 1.0, mnk 0.85, pentago 0.85, othello 0.2.
 
 * PPO with a larger step and entropy bonus (self-play otherwise settles into few lines); its
   four epochs per batch stay (two, as connect four's preset has, were tried and not adopted:
-  more env steps and strength on othello and pentago, none on mnk, and connect four through
-  the generic path made no more env steps and scored 0.16 against depth-2 negamax instead of
-  0.36; benchmarks/README.md);
+  1.2-1.3x the env steps on othello, pentago and mnk, stronger on the first two, not on mnk,
+  and connect four through the generic path made no more env steps and scored 0.16 against
+  depth-2 negamax instead of 0.36; benchmarks/README.md);
 * exploring starts (``env.opening_plies``: up to 4 random plies open each training game);
 * a league that plays its latest self in half the games, snapshots 300k agent steps apart,
   the random member in 5%;
