@@ -15,8 +15,9 @@ Which PettingZoo API is used, unless ``api="aec"|"parallel"`` says so: the only 
 module offers; when it offers both, parallel if its env declares
 ``metadata["is_parallelizable"]`` (every agent acts every cycle, e.g. rps) and AEC
 otherwise (turn-based games such as connect four). An AEC ``env()`` that only wraps a
-parallel env (PettingZoo's Atari games) is played through ``parallel_env()``. Atari games
-find the ROMs that the ``ale-py`` wheel ships unless ``auto_rom_install_path`` is given.
+parallel env (PettingZoo's Atari games) is played through ``parallel_env()``, and a
+``parallel_env()`` that is that parallel env wrapped to AEC and back is stepped natively.
+Atari games find the ROMs that the ``ale-py`` wheel ships unless ``auto_rom_install_path`` is given.
 The reserved kwarg ``preprocess`` (resize, grayscale, frame stack) wraps a PettingZoo env's
 image observations with SuperSuit (:mod:`league.envs.images`).
 """
@@ -237,24 +238,21 @@ def _wraps_parallel(env: Any) -> bool:
     return isinstance(getattr(env, "unwrapped", None), ParallelEnv)
 
 
-#: PettingZoo wrappers that only check calls (order, action bounds): dropping them changes no step.
-_CHECKING_WRAPPERS = ("OrderEnforcingWrapper", "AssertOutOfBoundsWrapper")
-
-
 def _native_parallel(env: Any) -> Any:
     """The parallel env inside a PettingZoo round trip, parallel -> AEC -> parallel, with only
-    checking wrappers between (``parallel_env()`` of PettingZoo's Atari games): each step of the
-    round trip passes every agent's action through the AEC API one at a time, more than doubling
-    the cost of a step (pong from RAM: 0.31 -> 0.13 ms). Anything else is returned as it is."""
-    if type(env).__name__ != "aec_to_parallel_wrapper":
+    wrappers between that check calls (order, action bounds: dropping them changes no step):
+    ``parallel_env()`` of PettingZoo's Atari games. Each step of the round trip passes every
+    agent's action through the AEC API one at a time, more than doubling the cost of a step
+    (pong from RAM: 0.31 -> 0.13 ms). Anything else is returned as it is."""
+    from pettingzoo.utils.conversions import aec_to_parallel_wrapper, parallel_to_aec_wrapper
+    from pettingzoo.utils.wrappers import AssertOutOfBoundsWrapper, OrderEnforcingWrapper
+
+    if not isinstance(env, aec_to_parallel_wrapper):
         return env
-    inner = vars(env).get("aec_env")
-    while type(inner).__name__ in _CHECKING_WRAPPERS:
-        inner = vars(inner).get("env")
-    if type(inner).__name__ != "parallel_to_aec_wrapper":
-        return env
-    native = vars(inner).get("env")
-    return env if native is None else native
+    inner = env.aec_env
+    while isinstance(inner, (OrderEnforcingWrapper, AssertOutOfBoundsWrapper)):
+        inner = inner.env
+    return inner.env if isinstance(inner, parallel_to_aec_wrapper) else env
 
 
 def _with_atari_roms(path: str, kwargs: dict[str, Any]) -> dict[str, Any]:
