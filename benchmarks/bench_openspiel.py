@@ -35,7 +35,8 @@ measured in the same run, rounds alternating so a busy machine slows both alike)
   learner) and the sampler actors, not Ray's own services (whose CPU is per second, not per
   step, so a run slowed by other load pays more of it per step).
 
-Usage: ``python benchmarks/bench_openspiel.py [--seconds 1.0] [--rounds 3] [--quick] [--train 60]``
+Usage: ``python benchmarks/bench_openspiel.py [--seconds 1.0] [--rounds 3] [--quick] [--train 60]``;
+the issue's training figure alone: ``--train 120 --train-only --train-game clobber --train-configs 3 4``
 """
 
 from __future__ import annotations
@@ -231,6 +232,10 @@ TRAINING_CONFIGS: tuple[tuple[str, ...], ...] = (
     (),
     ("sampler.num_envs=128", "sampler.fragment_length=32"),
     ("sampler.num_envs=128", "sampler.fragment_length=32", "algo.params.num_epochs=1"),
+    # The issue's 50k figure: one epoch, samplers stepping through the update (async, lag 1),
+    # the preset's blocks of two matchups; and the same without them (the baseline).
+    ("algo.params.num_epochs=1", "sampler.mode=async", "algo.params.max_policy_lag=1"),
+    ("algo.params.num_epochs=1", "sampler.mode=async", "algo.params.max_policy_lag=1", "sampler.matchup_draws=0"),
 )
 
 
@@ -319,7 +324,7 @@ def training(game: str, seconds: int, vectorized: bool, overrides: list[str]) ->
         cpu_us = round((end[1] - start[1]) / (end[0] - start[0]) * 1e6, 1)
         work_us = round((end[2] - start[2]) / (end[0] - start[0]) * 1e6, 1)
     return {"figure": "training", "game": game, "env": "vectorized" if vectorized else "batched",
-            "overrides": " ".join(overrides) or "none (the preset preset=auto picks: board_game, 128 envs x 32 steps, PPO 4 epochs)", "seconds": seconds,
+            "overrides": " ".join(overrides) or "none (the preset preset=auto picks: board_game, 128 envs x 32 steps, two matchups a block, PPO 4 epochs)", "seconds": seconds,
             "env_steps": last["env_steps"], "env_steps_per_s": round(last["env_steps"] / last["time_s"]),
             "steady_env_steps_per_s": round(steady), "cpu_us_per_env_step": cpu_us,
             "env_steps_per_2_cpu_s": None if not cpu_us else round(2e6 / cpu_us),
@@ -338,7 +343,13 @@ def main() -> None:
     parser.add_argument("--train", type=int, default=0, help="seconds per training run (0: no training figures)")
     parser.add_argument("--train-configs", type=int, nargs="+", default=list(range(len(TRAINING_CONFIGS))),
                         help="which of TRAINING_CONFIGS to run (indices)")
+    parser.add_argument("--train-game", default="hex", choices=list(GAMES), help="the game of the training figures")
+    parser.add_argument("--train-only", action="store_true", help="only the training figures, batched env only")
     args = parser.parse_args()
+    if args.train_only:
+        for overrides in [TRAINING_CONFIGS[i] for i in args.train_configs]:
+            print(json.dumps(training(args.train_game, args.train, False, list(overrides))), flush=True)
+        return
     games = ["hex"] if args.quick else args.games
     seconds, rounds = (0.2, 1) if args.quick else (args.seconds, args.rounds)
     for game in games:
@@ -354,7 +365,7 @@ def main() -> None:
     if args.train:
         for overrides in [TRAINING_CONFIGS[i] for i in args.train_configs]:
             for vectorized in (True, False):
-                print(json.dumps(training("hex", args.train, vectorized, list(overrides))), flush=True)
+                print(json.dumps(training(args.train_game, args.train, vectorized, list(overrides))), flush=True)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,10 @@ against MCTS-1000: hex 7x7 1.0, mnk 0.85, pentago 0.85, othello 0.2.
 * a league that plays its latest self in half the games, snapshots 300k agent steps apart,
   the random member in 5%;
 * 128 env copies x 32 steps per fragment (OpenSpiel's batched env steps many states per
-  call) and two threads for the update that runs while samplers wait.
+  call), each block of them drawing two matchups (``sampler.matchup_draws``: a step runs a
+  forward pass for a few policies, not one per snapshot its copies would draw one by one;
+  every episode's opponent is still drawn as the league says), and two threads for the
+  update that runs while samplers wait.
 """
 
 from __future__ import annotations
@@ -71,7 +74,7 @@ PRESET = Preset(
         "algo": {"name": "ppo", "params": {"lr": 0.001, "entropy_coef": 0.05}},
         "league": {"recipe": "selfplay", "snapshot_steps": 300_000, "self_play_prob": 0.5, "fixed_opponents": {"random": 0.05}},
         "learner": {"num_threads": 2, "num_threads_while_sampling": 1},
-        "sampler": {"num_envs": 128, "fragment_length": 32},
+        "sampler": {"num_envs": 128, "fragment_length": 32, "matchup_draws": 2},
     },
 )
 
