@@ -13,6 +13,7 @@ from league.algos.postprocessing import compute_gae, segment_gae
 from league.batch import Columns as C
 from league.batch import MultiAgentBatch, SampleBatch
 from league.envs import make_env
+from league.envs.base import MultiAgentEnv
 from league.envs.batched import VectorizedEnv
 from league.envs.boards import BoardBatchedEnv
 from league.envs.factory import EnvFactory
@@ -354,3 +355,51 @@ def test_every_copy_stopped_leaves_no_rows():
     assert not bs.active.any() and bs.obs.shape == (0, 3, 3, 2) and len(bs.env_index) == 0
     with pytest.raises(ValueError, match="int64\\[0\\]"):
         cpp.step(np.zeros(2, np.int64))  # one action per row: none
+
+
+class _SeedLog(MultiAgentEnv):
+    """Tic-tac-toe that records the seed of every reset and raises on chosen steps."""
+
+    seeds: list[tuple[int, int | None]] = []
+    built = 0
+    fail_on_step: set[int] = set()
+
+    def __init__(self) -> None:
+        self._env = make_env("tictactoe")
+        self.possible_agents = self._env.possible_agents
+        self.copy = type(self).built
+        type(self).built += 1
+        self._steps = 0
+
+    def spec(self, agent):
+        return self._env.spec(agent)
+
+    def reset(self, seed=None):
+        type(self).seeds.append((self.copy, seed))
+        return self._env.reset(seed)
+
+    def step(self, actions):
+        self._steps += 1
+        if (self.copy, self._steps) in type(self).fail_on_step:
+            raise RuntimeError("boom")
+        return self._env.step(actions)
+
+
+def test_each_copy_is_seeded_once_and_auto_resets_go_on_unseeded():
+    """A copy's first episode takes a seed drawn from reset()'s; its auto-resets none (an env
+    that rebuilds itself on a seeded reset, as PettingZoo's Atari envs load their ROM, pays
+    that once), a copy built to replace a crashed one a seed again, and reset() reseeds all."""
+    _SeedLog.seeds, _SeedLog.built, _SeedLog.fail_on_step = [], 0, {(1, 3)}
+    env = VectorizedEnv(_SeedLog, 2, "seedlog")
+    rng = np.random.default_rng(0)
+    bs = env.reset(seed=5)
+    assert [c for c, s in _SeedLog.seeds if s is not None] == [0, 1]
+    for _ in range(40):  # several tic-tac-toe episodes per copy
+        bs = env.step(np.asarray([int(rng.choice(np.flatnonzero(m))) for m in bs.masks]))
+    assert env.num_env_failures == 1
+    seeded = [c for c, s in _SeedLog.seeds if s is not None]
+    assert seeded == [0, 1, 2], "only the replacement copy (built third) took a seed after reset()"
+    assert sum(1 for _, s in _SeedLog.seeds if s is None) >= 6
+    n = len(_SeedLog.seeds)
+    env.reset(seed=5)
+    assert all(s is not None for _, s in _SeedLog.seeds[n:]) and len(_SeedLog.seeds) == n + 2

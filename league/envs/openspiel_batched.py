@@ -100,6 +100,9 @@ class OpenSpielBatchedEnv(BatchedMultiAgentEnv):
         self._steps = [0] * n
         self._seeds = [0] * n
         self._chance_rngs: list[np.random.Generator | None] = [None] * n
+        # Copies whose next episode takes a seed (VectorizedEnv's rule: once per copy, then its
+        # own chance stream goes on from episode to episode, as OpenSpielEnv.reset(None) does).
+        self._unseeded = [True] * n
         self._pending: list[list[float] | None] = [None] * n
         self._has_chance = self.game.get_type().chance_mode != pyspiel.GameType.ChanceMode.DETERMINISTIC
         # Outputs (reused from step to step, as the contract allows).
@@ -212,6 +215,7 @@ class OpenSpielBatchedEnv(BatchedMultiAgentEnv):
         self._rng = np.random.default_rng(seed)
         self._autoreset[:] = True
         self._active[:] = True
+        self._unseeded = [True] * self.num_envs
         self._begin()
         for i in range(self.num_envs):
             self._restart(i)
@@ -351,11 +355,12 @@ class OpenSpielBatchedEnv(BatchedMultiAgentEnv):
         self._count_failure(self.name, err)
         self._states[i] = None
         self._openings[i] = self._new_opening_rng()
+        self._unseeded[i] = True
 
     def _restart(self, i: int) -> None:
         """Copy ``i``'s next episode; a reset that raises is a counted failure and is tried again."""
         while True:
-            seed = int(self._rng.integers(2**31))
+            seed = int(self._rng.integers(2**31)) if self._unseeded[i] else None
             try:
                 state = self._open(i, seed)
                 player = state.current_player()
@@ -364,14 +369,17 @@ class OpenSpielBatchedEnv(BatchedMultiAgentEnv):
             except Exception as err:  # noqa: BLE001 - counted like a failed step
                 self._replace(i, err)
                 continue
+            self._unseeded[i] = False
             self._new_rows.append(i)
             self._players.append(player)
             self._legal.append(la)
             return
 
-    def _start(self, i: int, seed: int) -> Any:
-        """A new episode in copy ``i`` (OpenSpielEnv.reset): chance resolved, a player to move."""
-        self._seeds[i], self._chance_rngs[i] = seed, None
+    def _start(self, i: int, seed: int | None) -> Any:
+        """A new episode in copy ``i`` (OpenSpielEnv.reset): chance resolved, a player to move;
+        with a seed, a fresh chance stream (built at its first use), else the copy's goes on."""
+        if seed is not None:
+            self._seeds[i], self._chance_rngs[i] = seed, None
         state = self._states[i] = self.game.new_initial_state()
         self._steps[i] = 0
         self._pending[i] = None
@@ -385,7 +393,7 @@ class OpenSpielBatchedEnv(BatchedMultiAgentEnv):
             raise RuntimeError(f"unexpected node kind: current player {state.current_player()}")
         return state
 
-    def _open(self, i: int, seed: int) -> Any:
+    def _open(self, i: int, seed: int | None) -> Any:
         """Copy ``i``'s episode as RandomOpenings(OpenSpielEnv).reset(seed) starts it."""
         rng = self._openings[i]
         if rng is None:
