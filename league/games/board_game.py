@@ -23,8 +23,9 @@ against MCTS-1000: hex 7x7 1.0, mnk 0.85, pentago 0.85, othello 0.2.
 * 128 env copies x 32 steps per fragment (OpenSpiel's batched env steps many states per
   call), each block of them drawing two matchups (``sampler.matchup_draws``: a step runs a
   forward pass for a few policies, not one per snapshot its copies would draw one by one;
-  every episode's opponent is still drawn as the league says), and two threads for the
-  update that runs while samplers wait.
+  every episode's opponent is still drawn as the league says; 540 s: openspiel:connect_four
+  1.30x the env steps and 0.36 -> 0.41 against depth-2 negamax, othello 1.12x and as strong),
+  and two threads for the update that runs while samplers wait.
 """
 
 from __future__ import annotations
