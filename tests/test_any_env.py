@@ -84,6 +84,22 @@ def test_atari_is_stepped_without_pettingzoos_round_trip_and_plays_the_same_game
         a, b = fast.step(actions), round_trip.step(actions)
 
 
+def test_atari_env_is_built_once_per_copy(monkeypatch):
+    """The AEC env() that only wraps a parallel env hands over the parallel env it wraps:
+    parallel_env() is not called to build a second one (an Atari copy loads its ROM in each)."""
+    pytest.importorskip("multi_agent_ale_py")
+    import pettingzoo.atari.pong_v3 as pong
+
+    def refuse(**kwargs):
+        raise AssertionError("parallel_env() called: the env was built twice")
+
+    monkeypatch.setattr(pong, "parallel_env", refuse)
+    env = make_env("pettingzoo.atari.pong_v3", obs_type="ram", max_cycles=50)
+    assert type(env.env).__name__ == "ParallelAtariEnv"
+    ts = env.step({a: 0 for a in env.reset(seed=0).obs})
+    assert set(ts.obs) == {"first_0", "second_0"}
+
+
 def test_atari_pong_ram_trains_through_league_train(tmp_path):
     """Atari pong_v3 with RAM observations, a short run through league-train's code path: it
     completes, trains and logs metrics (training episodes, losses, evaluation)."""

@@ -202,13 +202,19 @@ def _make_pettingzoo(
     images = kwargs.pop("preprocess", None)  # reserved: SuperSuit image wrappers (league.envs.images)
     env = _construct(name, path, module.env if api == "aec" else module.parallel_env, kwargs)
     if api == "aec" and _wraps_parallel(env):
-        env.close()
         if not auto_api:
+            env.close()
             raise ValueError(
                 f"env {name!r}: {path}.env() only wraps a parallel env (its AEC state is not kept); "
                 "leave env.kwargs.api unset or use api=parallel"
             )
-        api, env = "parallel", _construct(name, path, module.parallel_env, kwargs)
+        # The parallel env it wraps is the one parallel_env() would build and _native_parallel
+        # unwrap: taken as it is, not built a second time (an Atari copy loads its ROM twice).
+        native = _parallel_inside_aec(env)
+        if native is None:
+            env.close()
+            native = _construct(name, path, module.parallel_env, kwargs)
+        api, env = "parallel", native
     if api == "parallel":
         env = _native_parallel(env)
     if images:
@@ -244,15 +250,24 @@ def _native_parallel(env: Any) -> Any:
     ``parallel_env()`` of PettingZoo's Atari games. Each step of the round trip passes every
     agent's action through the AEC API one at a time, more than doubling the cost of a step
     (pong from RAM: 0.31 -> 0.13 ms). Anything else is returned as it is."""
-    from pettingzoo.utils.conversions import aec_to_parallel_wrapper, parallel_to_aec_wrapper
-    from pettingzoo.utils.wrappers import AssertOutOfBoundsWrapper, OrderEnforcingWrapper
+    from pettingzoo.utils.conversions import aec_to_parallel_wrapper
 
     if not isinstance(env, aec_to_parallel_wrapper):
         return env
-    inner = env.aec_env
+    native = _parallel_inside_aec(env.aec_env)
+    return env if native is None else native
+
+
+def _parallel_inside_aec(aec: Any) -> Any | None:
+    """The parallel env that an AEC env is ``parallel_to_aec`` of, with only checking wrappers
+    (order, action bounds) around it; None for any other AEC env."""
+    from pettingzoo.utils.conversions import parallel_to_aec_wrapper
+    from pettingzoo.utils.wrappers import AssertOutOfBoundsWrapper, OrderEnforcingWrapper
+
+    inner = aec
     while isinstance(inner, (OrderEnforcingWrapper, AssertOutOfBoundsWrapper)):
         inner = inner.env
-    return inner.env if isinstance(inner, parallel_to_aec_wrapper) else env
+    return inner.env if isinstance(inner, parallel_to_aec_wrapper) else None
 
 
 def _with_atari_roms(path: str, kwargs: dict[str, Any]) -> dict[str, Any]:
