@@ -403,3 +403,18 @@ def test_each_copy_is_seeded_once_and_auto_resets_go_on_unseeded():
     n = len(_SeedLog.seeds)
     env.reset(seed=5)
     assert all(s is not None for _, s in _SeedLog.seeds[n:]) and len(_SeedLog.seeds) == n + 2
+    env.reset()  # no seed: every copy goes on from its own stream
+    assert all(s is None for _, s in _SeedLog.seeds[n + 2:]) and len(_SeedLog.seeds) == n + 4
+
+
+def test_a_runner_seeds_its_env_on_its_first_round_only():
+    """Evaluation rounds (reset_all with quotas) after the first restart the copies unseeded."""
+    _SeedLog.seeds, _SeedLog.built, _SeedLog.fail_on_step = [], 0, set()
+    env = VectorizedEnv(_SeedLog, 2, "seedlog")
+    runner = _runner(env, FixedMatchups({"player_1": "main", "player_2": "main"}), factories={"main": pz_tests._ppo("tictactoe")})
+    for _ in range(3):
+        runner.reset_all(quota=[1, 1])
+        while runner.active.any():
+            runner.step(explore=False)
+    seeds = [s for _, s in _SeedLog.seeds]
+    assert all(s is not None for s in seeds[:2]) and all(s is None for s in seeds[2:]) and len(seeds) >= 6

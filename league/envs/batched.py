@@ -151,7 +151,8 @@ class BatchedMultiAgentEnv(ABC):
 
     @abstractmethod
     def reset(self, seed: int | None = None) -> BatchStep:
-        """Start an episode in every copy (seeded when ``seed`` is given)."""
+        """Start an episode in every copy: reseeded from ``seed`` when given, else each copy
+        going on from its own random stream (Gymnasium's vector envs' rule)."""
 
     @abstractmethod
     def step(self, actions: Any) -> BatchStep:
@@ -239,12 +240,14 @@ class VectorizedEnv(BatchedMultiAgentEnv):
 
     def reset(self, seed: int | None = None) -> BatchStep:
         """Reset every copy with seeds drawn from ``seed`` (copy i's episodes differ from copy j's);
-        every copy active, every autoreset flag on. Later episodes of a copy (auto-resets)
-        start unseeded, from the copy's own random stream, so ``seed`` still fixes them all."""
-        self._rng = np.random.default_rng(seed)
+        every copy active, every autoreset flag on. Later episodes of a copy (auto-resets, and
+        ``reset(None)``) start unseeded, from the copy's own random stream, so ``seed`` still
+        fixes them all; a copy never seeded takes a seed from the env's generator."""
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+            self._unseeded[:] = True
         self._autoreset[:] = True
         self._active[:] = True
-        self._unseeded[:] = True
         out = self._blank()
         for i in range(self.num_envs):
             self._restart(i)

@@ -210,12 +210,13 @@ class OpenSpielBatchedEnv(BatchedMultiAgentEnv):
 
     # Contract -----------------------------------------------------------------------
     def reset(self, seed: int | None = None) -> BatchStep:
-        """Every copy restarts (seeds drawn from ``seed`` as VectorizedEnv draws them); every
-        copy active, every autoreset flag on."""
-        self._rng = np.random.default_rng(seed)
+        """Every copy restarts (seeds drawn from ``seed`` as VectorizedEnv draws them; without
+        one, each copy's stream goes on); every copy active, every autoreset flag on."""
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+            self._unseeded = [True] * self.num_envs
         self._autoreset[:] = True
         self._active[:] = True
-        self._unseeded = [True] * self.num_envs
         self._begin()
         for i in range(self.num_envs):
             self._restart(i)
