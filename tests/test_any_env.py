@@ -281,6 +281,18 @@ def test_eval_env_steps_bounds_a_runs_evaluation_rounds(tmp_path):
         parse_run_config(short_run_values(env, eval={"env_steps": -1}))
 
 
+def test_an_env_step_bound_sizes_early_rounds_by_the_envs_declared_episode_cap(tmp_path):
+    """Before any training episode ends, a round under eval.env_steps asks for as many episodes
+    as half the bound finishes at the env's declared cap (episode_limit): 1000-step episodes and
+    2500 steps make one copy play one whole game, not four copies none (what the steps stepped so
+    far, 32 per copy, would have asked for: pong's first rounds played nothing)."""
+    register_env("capped_length", lambda **kw: GymnasiumEnv(FixedLength(**kw), name="capped_length", max_episode_steps=kw.get("length", 100)),
+                 overwrite=True)  # fmt: skip
+    env = {"name": "capped_length", "kwargs": {"length": 1000}}
+    out = run_job(short_run_values(env, eval={"episodes": 4, "env_steps": 2500}, stop={"iterations": 1}), str(tmp_path / "run"))
+    assert out["eval_return_mean"] == {"main": 1000.0} and out["eval_partial"] == {}
+
+
 EXPERIMENTS = sorted(p.stem for p in (Path(config_dir()) / "experiment").glob("*.yaml"))
 
 

@@ -64,19 +64,26 @@ __all__ = [
 EVAL_OPPONENT = "random"
 
 
-def agent_specs(cfg: RunConfig) -> dict[str, AgentSpec]:
-    """Every agent of the run's env -> its spec, in the env's agent order."""
+def env_facts(cfg: RunConfig) -> tuple[dict[str, AgentSpec], int | None]:
+    """From one copy of the run's env: every agent -> its spec (in the env's agent order), and
+    the most env steps an episode can take where the env declares it (``episode_limit``)."""
     env = make_env(cfg.env.name, **cfg.env.kwargs)
     try:
-        return {a: env.spec(a) for a in env.possible_agents}
+        return {a: env.spec(a) for a in env.possible_agents}, env.episode_limit()
     finally:
         env.close()
 
 
-def agent_spec(cfg: RunConfig) -> tuple[AgentSpec, list[str]]:
+def agent_specs(cfg: RunConfig) -> dict[str, AgentSpec]:
+    """Every agent of the run's env -> its spec, in the env's agent order."""
+    return env_facts(cfg)[0]
+
+
+def agent_spec(cfg: RunConfig, specs: dict[str, AgentSpec] | None = None) -> tuple[AgentSpec, list[str]]:
     """The run's agent spec (shared by every agent; with ``env.groups``, the first agent's:
-    each policy then gets its group's spec from :func:`make_algorithms`) and its agent ids."""
-    specs = agent_specs(cfg)
+    each policy then gets its group's spec from :func:`make_algorithms`) and its agent ids;
+    ``specs``: :func:`agent_specs`'s, where already read."""
+    specs = agent_specs(cfg) if specs is None else specs
     if len(set(specs.values())) != 1 and not cfg.env.groups:
         # parse_run_config groups such envs; a config built around it must declare them.
         raise ValueError(f"env '{cfg.env.name}' gives its agents different spaces {specs}; declare its sides in env.groups")

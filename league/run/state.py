@@ -17,6 +17,7 @@ from typing import Any, Generic, TypeVar, overload
 import torch
 
 from league.config import RunConfig
+from league.envs.base import AgentSpec
 from league.flow.metrics import NUM_ENV_STEPS_SAMPLED
 from league.learn import Learner, LearnerGroup
 from league.learn.algorithm import Algorithm
@@ -67,15 +68,18 @@ class Run:
     resumed_from: Path | None = None  # the checkpoint this run resumed from
     learner_restores: int = 0  # dead learner actors restored so far
     episode_lengths: tuple[int, int] = (0, 0)  # env steps and count of the training episodes seen
+    episode_cap: int | None = None  # the env's declared most env steps an episode takes (None: none)
 
     def episode_len(self) -> float:
         """About how many env steps a training episode takes: their mean so far, or, before any
-        finished, at least what each env copy has stepped (a lower bound on the first one's length)."""
+        finished, the env's declared cap (an episode takes no longer) where it has one, else at
+        least what each env copy has stepped (a lower bound on the first one's length)."""
         steps, count = self.episode_lengths
         if count:
             return steps / count
         copies = self.cfg.sampler.num_samplers * self.cfg.sampler.num_envs
-        return max(1.0, (self.clock.env_steps - self.clock.start[1]) / copies)
+        stepped = max(1.0, (self.clock.env_steps - self.clock.start[1]) / copies)
+        return float(self.episode_cap) if self.episode_cap else stepped
 
     def headline(self, row: dict[str, Any] | None = None) -> Headline:
         """The run's headline from the latest evaluation (a metric key's from ``row``)."""
@@ -211,7 +215,8 @@ class RunPart(Generic[T]):
 def build_run(cfg: RunConfig, clock: RunClock) -> Run:
     """Build a run's parts from ``cfg``, restored from ``cfg.resume`` if given (``clock`` too: the
     checkpoint's iteration and env steps); what was built is closed again if a later step fails."""
-    spec, agents = build.agent_spec(cfg)
+    specs, episode_cap = build.env_facts(cfg)
+    spec, agents = build.agent_spec(cfg, specs)
     learning = learning_policy_ids(cfg)
     algorithms = build.make_algorithms(cfg, spec, learning)
     checkpoint = load_resume_checkpoint(cfg.resume, cfg.checkpoint_dir, asdict(cfg), algorithms) if cfg.resume else None
@@ -222,7 +227,7 @@ def build_run(cfg: RunConfig, clock: RunClock) -> Run:
     learner: Learner | LearnerGroup | None = None
     samplers: list[SamplerHandle] = []
     try:
-        headlines = _headlines(cfg, agents)
+        headlines = _headlines(cfg, specs)
         evaluation = EvaluationRounds(
             build.EVAL_OPPONENT, cfg.eval.episodes, cfg.eval.env_steps, cfg.eval.yardstick, headlines.observe, headlines.together
         )
@@ -255,17 +260,17 @@ def build_run(cfg: RunConfig, clock: RunClock) -> Run:
     return Run(
         cfg=cfg, clock=clock, learning=learning, algorithms=algorithms, league=league, learner=learner, samplers=samplers,
         plan=plan, episodes=EpisodeFeed(), evaluation=evaluation, initial_states=initial_states, fallback_states=fallback_states,
-        headlines=headlines,
+        headlines=headlines, episode_cap=episode_cap,
         resumed_from=checkpoint.path if checkpoint is not None else None,
     )  # fmt: skip
 
 
-def _headlines(cfg: RunConfig, agents: list[str]) -> Headlines:
+def _headlines(cfg: RunConfig, specs: dict[str, AgentSpec]) -> Headlines:
     """The run's headline keeper: its sides are ``env.groups`` (else one per agent)."""
-    sides = len(cfg.env.groups) or len(agents)
+    sides = len(cfg.env.groups) or len(specs)
     # Without groups every agent has the same spaces (build.agent_spec refuses otherwise).
-    one_spec = sides < 2 or not cfg.env.groups or len(set(build.agent_specs(cfg).values())) == 1
-    return Headlines(cfg.eval.metric, cfg.eval.shape, len(agents), sides, one_spec, cfg.eval.yardstick, cfg.eval.metric_mode)
+    one_spec = sides < 2 or not cfg.env.groups or len(set(specs.values())) == 1
+    return Headlines(cfg.eval.metric, cfg.eval.shape, len(specs), sides, one_spec, cfg.eval.yardstick, cfg.eval.metric_mode)
 
 
 def close_samplers(samplers: list[SamplerHandle]) -> None:
