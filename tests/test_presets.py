@@ -122,7 +122,7 @@ def test_another_game_gets_the_generic_defaults_and_no_word_of_connect_four():
     # Hex gets the defaults of its kind of game (board_game), nothing of connect four's.
     assert cfg.preset == "board_game"
     assert cfg.algo.params["aux_loss"] is None and cfg.algo.params["model_kwargs"] == {}
-    assert cfg.league.self_play_prob == 0.5 and cfg.sampler.matchup_draws == 0 and cfg.env.opening_plies == 4
+    assert cfg.league.self_play_prob == 0.5 and cfg.sampler.matchup_draws == 2 and cfg.env.opening_plies == 4
     assert other.preset == "none" and other.league.self_play_prob == 0.2 and other.env.opening_plies == 0
 
 
@@ -187,6 +187,6 @@ def test_the_board_game_preset_reaches_league_train_under_the_users_keys():
     values = composed_values("env.name=openspiel:clobber", "algo.params.entropy_coef=0.02")
     assert values["preset"] == "board_game"
     assert values["algo"]["params"]["lr"] == 0.001 and values["algo"]["params"]["entropy_coef"] == 0.02
-    assert values["env"]["opening_plies"] == 4 and values["sampler"]["num_envs"] == 128
-    assert values["league"]["fixed_opponents"] == {"random": 0.05}
+    assert values["env"]["opening_plies"] == 4 and values["sampler"]["num_envs"] == 128 and values["sampler"]["matchup_draws"] == 2
+    assert values["algo"]["params"]["num_epochs"] == 2 and values["league"]["fixed_opponents"] == {"random": 0.05}
     assert composed_values("env.name=openspiel:clobber", "preset=none")["algo"]["params"]["lr"] == 0.0003

@@ -12,11 +12,13 @@ scored higher against OpenSpiel's MCTS-100 on mnk (1.0 against 0.625), pentago (
 and othello (0.34 / 0.31); clobber stayed weak under both (0.1 / 0.18, 40 games). After 540 s
 against MCTS-1000: hex 7x7 1.0, mnk 0.85, pentago 0.85, othello 0.2.
 
-* PPO with a larger step and entropy bonus (self-play otherwise settles into few lines); its
-  four epochs per batch stay (two, as connect four's preset has, were tried and not adopted:
-  1.2-1.3x the env steps on othello, pentago and mnk, stronger on the first two, not on mnk,
-  and connect four through the generic path made no more env steps and scored 0.16 against
-  depth-2 negamax instead of 0.36; benchmarks/README.md);
+* PPO with a larger step and entropy bonus (self-play otherwise settles into few lines) and
+  two epochs per batch, as connect four's preset has (on two cores the update is the clock once
+  the samplers draw few matchups, below): at 540 s othello 8.56M env steps instead of 5.97M and
+  0.625 against MCTS-1000 instead of 0.20; connect four through the generic path 12.5M instead
+  of 8.5M, 0.455 / 0.39 against depth-2 / depth-3 negamax instead of 0.407 / 0.477 (one seed
+  each; two epochs with every episode drawing its own opponent had scored 0.16 / 0.40 there,
+  othello 0.40, pentago 0.90, mnk 0.80; benchmarks/README.md);
 * exploring starts (``env.opening_plies``: up to 4 random plies open each training game);
 * a league that plays its latest self in half the games, snapshots 300k agent steps apart,
   the random member in 5%;
@@ -72,7 +74,7 @@ PRESET = Preset(
     about="two-player zero-sum games of perfect information without a preset of their own (any such openspiel:<game>)",
     values={
         "env": {"opening_plies": 4},
-        "algo": {"name": "ppo", "params": {"lr": 0.001, "entropy_coef": 0.05}},
+        "algo": {"name": "ppo", "params": {"lr": 0.001, "entropy_coef": 0.05, "num_epochs": 2}},
         "league": {"recipe": "selfplay", "snapshot_steps": 300_000, "self_play_prob": 0.5, "fixed_opponents": {"random": 0.05}},
         "learner": {"num_threads": 2, "num_threads_while_sampling": 1},
         "sampler": {"num_envs": 128, "fragment_length": 32, "matchup_draws": 2},
