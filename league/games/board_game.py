@@ -10,7 +10,8 @@ the table is in benchmarks/README.md): against the generic defaults, within 150 
 cores, they made 1.5-1.9x the env steps on each of clobber, mnk, pentago and othello and
 scored higher against OpenSpiel's MCTS-100 on mnk (1.0 against 0.625), pentago (0.94 / 0.83)
 and othello (0.34 / 0.31); clobber stayed weak under both (0.1 / 0.18, 40 games). After 540 s
-against MCTS-1000: hex 7x7 1.0, mnk 0.85, pentago 0.85, othello 0.2.
+against MCTS-1000: hex 7x7 1.0, mnk 0.85, pentago 0.85, othello 0.2; with the two changes
+below made since (two matchups per block, two epochs): mnk 0.85, othello 0.625.
 
 * PPO with a larger step and entropy bonus (self-play otherwise settles into few lines) and
   two epochs per batch, as connect four's preset has (on two cores the update is the clock once
