@@ -77,9 +77,10 @@ class Run:
         steps, count = self.episode_lengths
         if count:
             return steps / count
+        if self.episode_cap:
+            return float(self.episode_cap)
         copies = self.cfg.sampler.num_samplers * self.cfg.sampler.num_envs
-        stepped = max(1.0, (self.clock.env_steps - self.clock.start[1]) / copies)
-        return float(self.episode_cap) if self.episode_cap else stepped
+        return max(1.0, (self.clock.env_steps - self.clock.start[1]) / copies)
 
     def headline(self, row: dict[str, Any] | None = None) -> Headline:
         """The run's headline from the latest evaluation (a metric key's from ``row``)."""

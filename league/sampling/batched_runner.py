@@ -161,7 +161,6 @@ class BatchedRunner:
         self.episodes_completed = np.zeros(n, dtype=np.int64)
         self._autoreset = np.ones(n, dtype=bool)
         self._bs: BatchStep | None = None
-        self._was_reset = False
         if start:
             self.reset_all()
 
@@ -372,8 +371,7 @@ class BatchedRunner:
         self.episodes_completed[:] = 0
         # Seeded once, from the runner's generator; later rounds (evaluation's) go on from each
         # copy's own stream: a seeded reset can cost a rebuild (an Atari copy reloads its ROM).
-        seed = None if self._was_reset else int(self._rng.integers(2**31))
-        self._was_reset = True
+        seed = None if self._bs is not None else int(self._rng.integers(2**31))  # _bs: set by the first reset
         self._bs = self.env.reset(seed=seed)  # every copy's autoreset on
         self._autoreset[:] = True
         if quota is not None and (quota == 1).any():
