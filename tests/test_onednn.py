@@ -9,7 +9,7 @@ from league.algos import make_algorithm
 from league.batch import MultiAgentBatch
 from league.envs.base import AgentSpec
 from league.learn import Learner
-from league.learn.onednn import fp32_matmuls, onednn_keeps_fp32
+from league.learn.onednn import MIN_ROWS, fp32_matmuls, onednn_keeps_fp32
 from tests.test_learner import SMALL, ppo_batch
 
 BOARD = AgentSpec((6, 7, 2), 7, True)
@@ -36,3 +36,30 @@ def test_the_math_mode_is_on_during_a_cpu_fp32_update_only():
     assert all(np.isfinite(v) for v in stats.values())
     assert modes == ["bf16" if onednn_keeps_fp32() else before]
     assert torch.backends.mkldnn.matmul.fp32_precision == before  # put back after the update
+
+
+def test_small_batches_keep_the_default_products():
+    # Below MIN_ROWS a product is bound by its call, where MKL's is the cheaper (onednn.MIN_ROWS).
+    before = torch.backends.mkldnn.matmul.fp32_precision
+    with fp32_matmuls(MIN_ROWS - 1):
+        assert torch.backends.mkldnn.matmul.fp32_precision == before
+    with fp32_matmuls(MIN_ROWS):
+        assert torch.backends.mkldnn.matmul.fp32_precision == ("bf16" if onednn_keeps_fp32() else before)
+    assert torch.backends.mkldnn.matmul.fp32_precision == before
+
+
+def test_a_policy_acts_in_the_mode_its_batch_size_gets():
+    from league.algos.torch_policy import ActorCriticPolicy
+
+    seen: list[str] = []
+
+    class Probe(torch.nn.Module):
+        def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            seen.append(torch.backends.mkldnn.matmul.fp32_precision)
+            return torch.zeros(len(obs), 3), torch.zeros(len(obs))
+
+    policy = ActorCriticPolicy(Probe(), seed=0)
+    before = torch.backends.mkldnn.matmul.fp32_precision
+    for rows in (8, MIN_ROWS):
+        policy.compute_actions(np.zeros((rows, 4), np.float32), np.ones((rows, 3), bool))
+    assert seen == [before, "bf16" if onednn_keeps_fp32() else before]

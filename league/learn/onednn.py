@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["fp32_matmuls", "onednn_keeps_fp32"]
+__all__ = ["MIN_ROWS", "fp32_matmuls", "onednn_keeps_fp32"]
 
 
 @functools.cache
@@ -57,8 +57,20 @@ def _math_mode(mode: str) -> Iterator[None]:
         matmul.fp32_precision = before
 
 
-def fp32_matmuls() -> contextlib.AbstractContextManager[None]:
-    """A block whose CPU fp32 products run in oneDNN where :func:`onednn_keeps_fp32`, else as
-    they are. The mode is process-wide while the block runs (another thread's products in
-    that time take the same, still fp32, path)."""
+#: Fewest rows of a batch whose products go to oneDNN in :func:`fp32_matmuls` when it is given
+#: ``rows``. Below it a product is bound by the call, not the kernel, and oneDNN's call costs more
+#: than MKL's: a PPO policy's forward pass (an MLP of two 128-wide layers) took 240-310 us in
+#: oneDNN against 115-185 us in MKL on 8-64 rows, on this project's 2-core EPYC (2026-11-29);
+#: from 128 rows on (a board game's sampler batch) the two were within noise there, and oneDNN
+#: was faster on the CPU this module was measured on first.
+MIN_ROWS = 128
+
+
+def fp32_matmuls(rows: int | None = None) -> contextlib.AbstractContextManager[None]:
+    """A block whose CPU fp32 products run in oneDNN where :func:`onednn_keeps_fp32` (and
+    ``rows``, the batch's, is None or at least :data:`MIN_ROWS`), else as they are. The mode is
+    process-wide while the block runs (another thread's products in that time take the same,
+    still fp32, path)."""
+    if rows is not None and rows < MIN_ROWS:
+        return contextlib.nullcontext()
     return _math_mode("bf16") if onednn_keeps_fp32() else contextlib.nullcontext()

@@ -58,7 +58,7 @@ def policy_evaluator(policy: Policy) -> Evaluator:
         model = policy.model
 
         def evaluate_model(obs: np.ndarray, masks: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-            with torch.inference_mode(), fp32_matmuls():
+            with torch.inference_mode(), fp32_matmuls(len(obs)):
                 logits, values = model(torch.from_numpy(np.ascontiguousarray(obs, dtype=np.float32)))
                 mask = torch.from_numpy(np.asarray(masks)).bool()
                 probs = torch.softmax(masked_logits(logits.double(), mask), dim=-1)
