@@ -76,6 +76,9 @@ def test_the_headline_figure_per_shape():
     assert (h.value, h.label()) == (0.7, "win rate vs random")
     # eval.metric overrides the shape's; before any evaluation there is no value
     assert choose_headline("return", "zero_sum", {"main": 1.0}, {"main": 0.9}).value == 0.9
+    # a return against the yardstick where one is played (poker's chips against its rule player)
+    h = choose_headline("return", "zero_sum", {"main": 1.0}, {"main": 3.5}, "holdem_rules", {"main": 0.6}, yardstick_returns={"main": -0.25})
+    assert (h.metric, h.opponent, h.sides, h.value) == ("return", "holdem_rules", {"main": -0.25}, -0.25)
     assert choose_headline("auto", "single_agent", {}, {}).value is None
 
 

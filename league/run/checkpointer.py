@@ -76,7 +76,7 @@ class Checkpointer:
             "resumed_from": str(run.resumed_from) if run.resumed_from else None,
             "learner_restores": run.learner_restores,
             "headline": run.headline(run.clock.latest_row).as_dict(),
-            **({"yardstick": {"opponent": evaluation.yardstick, "win_rate": dict(evaluation.yardstick_win_rates)}} if evaluation.yardstick else {}),
+            **evaluation.yardstick_figures(),
         }
         return records.summary(run.clock, self.cfg, elapsed, run.league, evaluation.win_rates, extra)
 

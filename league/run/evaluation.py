@@ -157,6 +157,7 @@ class EvaluationRounds:
     Attributes:
         win_rates: the latest win rate of each learning policy against the opponent.
         yardstick_win_rates: the latest win rate of each learning policy against the yardstick.
+        yardstick_returns: the latest mean episode return of each learning policy against it.
         returns: the latest mean episode return of each learning policy in those games
             (the success metric of co-op and single-agent envs, where nobody wins).
         medians: the latest median episode return of each learning policy in those games.
@@ -177,6 +178,7 @@ class EvaluationRounds:
         self.yardstick = yardstick
         self.observe = observe  # the run's headline takes the rewards paid as evidence of the game's shape
         self.yardstick_win_rates: dict[str, float] = {}
+        self.yardstick_returns: dict[str, float] = {}
         self.episodes = episodes
         self.env_steps = env_steps  # eval.env_steps: each policy's games end after this many env steps (0: off)
         self.win_rates: dict[str, float] = {}
@@ -193,6 +195,13 @@ class EvaluationRounds:
         self._started_at = 0.0
         # (policy, or None: league games; its opponent; calls)
         self._pending: list[tuple[str | None, str, list[tuple[SamplerHandle, Pending[list[dict[str, Any]]]]]]] = []
+
+    def yardstick_figures(self) -> dict[str, Any]:
+        """``{"yardstick": {"opponent", "win_rate", "return"}}`` for a metrics row or the summary
+        (each learning policy's latest figures against it); empty without a yardstick."""
+        if not self.yardstick:
+            return {}
+        return {"yardstick": {"opponent": self.yardstick, "win_rate": dict(self.yardstick_win_rates), "return": dict(self.yardstick_returns)}}
 
     @property
     def running(self) -> bool:
@@ -266,8 +275,10 @@ class EvaluationRounds:
                 self.observe(episodes)
             if pid is None:
                 league.record(episodes)
-            elif episodes and opponent != self._round_opponent:  # the yardstick's games: a win rate only
+            elif episodes and opponent != self._round_opponent:  # the yardstick's games: its own figures
                 self.yardstick_win_rates[pid] = wins_of(pid, episodes)
+                if (mean := mean_return_of(pid, episodes)) is not None:
+                    self.yardstick_returns[pid] = round(mean, 5)
             elif episodes:  # every sampler of this evaluation lost: no result, not a 0
                 if opponent != TEAMMATES:
                     self.win_rates[pid] = wins_of(pid, episodes)

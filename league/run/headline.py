@@ -194,17 +194,19 @@ def choose_headline(
     yardstick: str | None = None,
     yardstick_rates: Mapping[str, float] | None = None,
     opponent: str = "random",
+    yardstick_returns: Mapping[str, float] | None = None,
 ) -> Headline:
     """The headline for ``eval.metric`` = ``metric`` (``auto``: the shape's, ``win_rate`` before
-    the shape is known) from each side's latest evaluation figures: win rates against
-    ``opponent`` and mean returns, and win rates against ``yardstick`` where one is played (the
-    win-rate figure then). A metric key's value is the caller's to fill in (``value`` None)."""
+    the shape is known) from each side's latest evaluation figures: win rates and mean returns
+    against ``opponent``, and against ``yardstick`` where one is played (its figures are the
+    headline's then). A metric key's value is the caller's to fill in (``value`` None)."""
     resolved = (SHAPE_METRIC.get(shape or "", "win_rate")) if metric == "auto" else metric
-    if resolved == "win_rate":
-        against, sides = (yardstick, dict(yardstick_rates or {})) if yardstick else (opponent, dict(win_rates))
+    if resolved in ("win_rate", "return"):
+        if yardstick:
+            against, sides = yardstick, dict((yardstick_rates if resolved == "win_rate" else yardstick_returns) or {})
+        else:
+            against, sides = opponent, dict(win_rates if resolved == "win_rate" else returns)
         return Headline(resolved, shape, against, sides, _mean(sides))
-    if resolved == "return":
-        return Headline(resolved, shape, opponent, dict(returns), _mean(returns))
     return Headline(resolved, shape, opponent)
 
 
@@ -247,13 +249,14 @@ class Headlines:
         return plays_together(self.shape(), self.num_sides)
 
     def current(
-        self, win_rates: Mapping[str, float], returns: Mapping[str, float], yardstick_rates: Mapping[str, float], row: Mapping[str, Any] | None = None
+        self, win_rates: Mapping[str, float], returns: Mapping[str, float], yardstick_rates: Mapping[str, float],
+        row: Mapping[str, Any] | None = None, yardstick_returns: Mapping[str, float] | None = None,
     ) -> Headline:
         """The headline from the latest evaluation figures (a metric key's from ``row``, else its
         latest value: exact exploitability, say, is measured every few iterations), its best
         value so far updated (the highest, or the lowest with ``mode`` min)."""
         opponent = TEAMMATES if self.together() else "random"
-        h = choose_headline(self.metric, self.shape(), win_rates, returns, self.yardstick, yardstick_rates, opponent)
+        h = choose_headline(self.metric, self.shape(), win_rates, returns, self.yardstick, yardstick_rates, opponent, yardstick_returns)
         value = h.value
         if value is None and h.metric not in ("win_rate", "return"):
             from league.run.stops import figures, lookup

@@ -85,7 +85,7 @@ class Run:
     def headline(self, row: dict[str, Any] | None = None) -> Headline:
         """The run's headline from the latest evaluation (a metric key's from ``row``)."""
         ev = self.evaluation
-        return self.headlines.current(ev.win_rates, ev.returns, ev.yardstick_win_rates, row)
+        return self.headlines.current(ev.win_rates, ev.returns, ev.yardstick_win_rates, row, ev.yardstick_returns)
 
     @property
     def win_rates(self) -> dict[str, float]:
@@ -125,7 +125,7 @@ class Run:
             "learner_restores": self.learner_restores, "lost_sampler_calls": self.episodes.lost_sampler_calls + evaluation.lost_sampler_calls,
             "eval_env_steps": evaluation.env_steps_played, "eval_return_mean": dict(evaluation.returns), "eval_return_median": dict(evaluation.medians),
             "eval_partial": {"asked": evaluation.asked, "played": evaluation.partial} if evaluation.partial else {},
-            **({"yardstick": {"opponent": evaluation.yardstick, "win_rate": dict(evaluation.yardstick_win_rates)}} if evaluation.yardstick else {}),
+            **evaluation.yardstick_figures(),
         }  # fmt: skip
         row = records.metrics_row(self.clock, time_s, train_steps, stats, self.plan, self.league, self.learner, evaluation.win_rates, extra)
         row["headline"] = self.headline(row).as_dict()
