@@ -260,6 +260,34 @@ def test_a_slow_env_samples_while_the_learner_updates_unless_a_mode_was_chosen()
     assert mixed.sampler.mode == "auto" and all(pc.params.get("max_policy_lag", 0) == 0 for pc in mixed.policies.values())
 
 
+def test_a_chosen_async_mode_trains_an_on_policy_learner_on_rows_one_update_old():
+    # At max_policy_lag 0 the rows sampled during an update would be dropped (45% of pong's):
+    # on any env, fast ones included, a chosen async mode makes it 1 and says so; a lag the
+    # user set, off-policy learners and in-process samplers (nothing overlaps) are left alone.
+    env = {"name": "slow_long", "kwargs": {"length": 100, "step_s": 0.0, "obs_size": 8}}
+    remote = {"num_samplers": 1, "num_envs": 4, "fragment_length": 32, "remote": True, "mode": "async"}
+    with pytest.warns(UserWarning, match=r"algo.params.max_policy_lag 0 -> 1: with sampler.mode=async the samplers sample while ppo"):
+        cfg = parse_run_config(short_run_values(env, sampler=remote))
+    assert (cfg.sampler.mode, cfg.algo.params["max_policy_lag"]) == ("async", 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        chosen = parse_run_config(short_run_values(env, sampler=remote, algo={"name": "ppo", "params": {"max_policy_lag": 3}}))
+        dqn = parse_run_config(short_run_values(env, sampler=remote, algo={"name": "dqn", "params": {}}))
+        local = parse_run_config(short_run_values(env, sampler={**remote, "remote": False}))
+    assert chosen.algo.params["max_policy_lag"] == 3 and "max_policy_lag" not in dqn.algo.params
+    assert local.algo.params.get("max_policy_lag", 0) == 0
+
+
+def test_pongs_env_file_samples_while_ppo_updates():
+    pytest.importorskip("pettingzoo.atari")
+    from tests.run_helpers import composed_values
+
+    with pytest.warns(UserWarning, match="max_policy_lag 0 -> 1"):
+        cfg = parse_run_config(composed_values("env=pong"))
+    assert (cfg.sampler.mode, cfg.algo.params["max_policy_lag"]) == ("async", 1)
+    assert parse_run_config(composed_values("env=pong", "algo=dqn")).sampler.mode == "async"  # an env file's choice, not PPO's
+
+
 def test_fast_envs_are_not_resized_by_a_time_budget():
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # any resizing warns

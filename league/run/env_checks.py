@@ -145,12 +145,24 @@ def sample_while_learning(cfg: RunConfig, step_s: float, step_values: int) -> No
     bench_envs_matrix.py): cooperative_pong (48x48x2 frames, 3.8 ms a step) 0.73x -> 1.08x and
     0.89x, pistonball (20 such frames, 22-36 ms) 0.67x -> 0.84x and 0.71x; pursuit (8 views of
     7x7x3, 4 ms) 1.10x -> 1.07x and 0.92x, so small observations are left bulk-synchronous.
-    Left alone too: a mode the user chose (``sampler.mode=bulk_sync`` keeps updates
-    on-policy), in-process samplers, runs with per-policy algorithms (``policies``), and fast
-    envs (the C++ boards and OpenSpiel games step in microseconds: their runs are learner-bound)."""
+    Left alone too: ``sampler.mode=bulk_sync`` (updates stay on-policy), in-process samplers,
+    runs with per-policy algorithms (``policies``), and fast envs (the C++ boards and OpenSpiel
+    games step in microseconds: their runs are learner-bound). Where ``sampler.mode=async`` was
+    chosen (pong's env file: its update was 15% of a run), an on-policy ``max_policy_lag`` 0
+    becomes 1 on any env, with a warning: at 0 the rows sampled during an update, 45% of
+    pong's, would be dropped."""
     params = cfg.algo.params
-    if (step_s < SLOW_STEP_S or step_values < HEAVY_STEP_VALUES or cfg.sampler.mode != "auto" or not cfg.sampler.remote
-            or cfg.policies or cfg.algo.name not in ON_POLICY_ALGORITHMS or params.get("max_policy_lag", 0) != 0):  # fmt: skip
+    if cfg.policies or cfg.algo.name not in ON_POLICY_ALGORITHMS or params.get("max_policy_lag", 0) != 0 or not cfg.sampler.remote:
+        return
+    if cfg.sampler.mode == "async":  # chosen (env=pong's file): at lag 0 the rows sampled during an update would be dropped
+        params["max_policy_lag"] = 1
+        warnings.warn(
+            f"algo.params.max_policy_lag 0 -> 1: with sampler.mode=async the samplers sample while {cfg.algo.name} updates, "
+            "and at 0 every row sampled meanwhile would be dropped (45% of env=pong's); set sampler.mode=bulk_sync to train on-policy",
+            stacklevel=3,
+        )
+        return
+    if step_s < SLOW_STEP_S or step_values < HEAVY_STEP_VALUES or cfg.sampler.mode != "auto":
         return
     cfg.sampler.mode, params["max_policy_lag"] = "async", 1
     warnings.warn(
