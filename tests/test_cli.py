@@ -146,6 +146,9 @@ def test_league_eval_reports_each_seat(checkpoint, tmp_path, capsys):
         assert sum(sum(seat.values()) for seat in r["seats"]) == 10
     minimax = next(r for r in result["results"] if r["opponent"] == "minimax")
     assert [seat["wins"] for seat in minimax["seats"]] == [0, 0]
+    # tic-tac-toe pays +1 / 0 / -1: the mean return is wins less losses a game
+    assert all(r["mean_return"] == pytest.approx((r["wins"] - r["losses"]) / 10) for r in result["results"])
+    assert "mean" in printed and "return" in printed  # the column (its header wraps on a narrow console)
 
 
 def test_league_eval_plays_each_opening_from_both_seats(checkpoint, tmp_path, capsys):
@@ -156,9 +159,19 @@ def test_league_eval_plays_each_opening_from_both_seats(checkpoint, tmp_path, ca
     for r in result["results"]:
         assert [sum(seat.values()) for seat in r["seats"]] == [4, 4]  # 4 openings, each from both seats
         assert r["wins"] + r["draws"] + r["losses"] == 8
+    assert all(r["mean_return"] is None for r in result["results"])  # matches from openings: outcomes only
     # Greedy players and seeded openings: the same games again.
     assert _eval_json(checkpoint, tmp_path, *argv)["results"] == result["results"]
     assert set(result["elo"]) == {"main", "random", "main@v1"}
+
+
+def test_league_eval_reports_holdems_chips_beside_its_hands_won(tmp_path_factory, tmp_path, capsys):
+    checkpoint = _tiny_checkpoint(tmp_path_factory, "texas_holdem")
+    result = _eval_json(checkpoint, tmp_path, "opponents=[random,holdem_rules]", "episodes=40", "num_envs=4")
+    printed = capsys.readouterr().out
+    assert "mean" in printed and "return" in printed
+    for r in result["results"]:
+        assert r["wins"] + r["draws"] + r["losses"] == 40 and isinstance(r["mean_return"], float)
 
 
 def test_league_eval_scores_connect_four_tactics(tmp_path_factory, tmp_path, capsys):

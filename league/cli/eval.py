@@ -103,7 +103,10 @@ MCTS = "mcts"
 @dataclass
 class PairResult:
     """One policy's results against one opponent, from the policy's seat; ``seats`` holds
-    ``{"wins", "draws", "losses"}`` per seat (index 0: the first player)."""
+    ``{"wins", "draws", "losses"}`` per seat (index 0: the first player); ``mean_return``: its
+    mean return a game (None where the games were played as matches from openings). Where a
+    game is won by whoever is left, as a poker hand, the return says what the win rate does
+    not: against Hold'em's rule player the random player "wins" 44% of the hands and loses chips."""
 
     policy: str
     opponent: str
@@ -111,6 +114,7 @@ class PairResult:
     draws: int
     losses: int
     seats: list[dict[str, int]] = field(default_factory=list)
+    mean_return: float | None = None
 
     @property
     def games(self) -> int:
@@ -256,9 +260,11 @@ def evaluate_checkpoint(
         games = eval_games.sampler_outcomes(env_cfg, factories, weights, players, opponents, order, episodes, explore, seed, num_envs)
     results = []
     for (p, o), out in games.items():
-        seats = [{k: sum(1 for s, r in out if s == seat and r == outcome) for k, outcome in _COUNTS} for seat in range(len(order))]
+        seats = [{k: sum(1 for s, r, _ in out if s == seat and r == outcome) for k, outcome in _COUNTS} for seat in range(len(order))]
         wins, draws, losses = (sum(seat[k] for seat in seats) for k, _ in _COUNTS)
-        results.append(PairResult(p, o, wins, draws, losses, seats=seats))
+        returns = [r for _, _, r in out if r is not None]
+        mean_return = round(sum(returns) / len(returns), 5) if returns else None
+        results.append(PairResult(p, o, wins, draws, losses, seats=seats, mean_return=mean_return))
     table = RatingTable(Elo())
     for step in range(max(len(out) for out in games.values())):
         for (p, o), out in games.items():
@@ -307,16 +313,24 @@ def _print(
     seats = _seat_names(info)
     caption = "1st/2nd: wins/draws/losses with the policy as the first/second player" if info.get("turn_based") else None
     table = Table(caption=caption)
-    columns = ["policy", "opponent", "games", "wins", "draws", "losses", "win rate", *(f"{seat} W/D/L" for seat in seats)]
-    names = {"policy": [r.policy for r in results], "opponent": [r.opponent for r in results]}
-    for column in columns:
-        if column in names:  # names in full; the counts give way on a narrow console
-            table.add_column(column, min_width=max(map(len, [column, *names[column]])), no_wrap=True)
+    returns = any(r.mean_return is not None for r in results)
+    columns = ["policy", "opponent", "games", "wins", "draws", "losses", "win rate", *(["mean return"] if returns else []),
+               *(f"{seat} W/D/L" for seat in seats)]  # fmt: skip
+    rows = [
+        [r.policy, r.opponent, str(r.games), str(r.wins), str(r.draws), str(r.losses), f"{r.win_rate:.3f}",
+         *(["-" if r.mean_return is None else f"{r.mean_return:.3f}"] if returns else []),
+         *(f"{s['wins']}/{s['draws']}/{s['losses']}" for s in r.seats)]
+        for r in results
+    ]  # fmt: skip
+    for i, column in enumerate(columns):
+        # Values in full (a narrow console wraps the headers instead: "win rate" read "0.…" at 80 columns)
+        width = max(len(row[i]) for row in rows) if rows else 0
+        if column in ("policy", "opponent"):
+            table.add_column(column, min_width=max(width, len(column)), no_wrap=True)
         else:
-            table.add_column(column, justify="right", min_width=len(column.split()[0]))
-    for r in results:
-        per_seat = [f"{s['wins']}/{s['draws']}/{s['losses']}" for s in r.seats]
-        table.add_row(r.policy, r.opponent, str(r.games), str(r.wins), str(r.draws), str(r.losses), f"{r.win_rate:.3f}", *per_seat)
+            table.add_column(column, justify="right", min_width=max(width, len(column.split()[0])))
+    for row in rows:
+        table.add_row(*row)
     console.print(table)
     ratings = Table(title="Elo ratings", caption="K=32, start 1200")
     ratings.add_column("player")

@@ -5,7 +5,8 @@ at random per episode); :func:`match_outcomes` plays them with
 :func:`~league.population.yardstick.play_matches` (every opening once from each seat);
 :func:`tactics` measures connect-four immediate wins and blocks. Outcomes are lists of
 ``(seat, outcome)`` in the order the games were played, seat 0 being the agent that acts
-first after ``reset`` (:func:`describe_env`).
+first after ``reset`` (:func:`describe_env`), and the policy's return in the game where the
+sampler's runner played it (None from :func:`match_outcomes`: its board games pay the outcome).
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Outcomes", "describe_env", "sampler_outcomes", "match_outcomes", "tactics", "TACTICS_POSITIONS"]
 
-#: ``(policy, opponent)`` -> the policy's ``(seat, "win" | "draw" | "loss")`` per game.
-Outcomes = dict[tuple[str, str], list[tuple[int, str]]]
+#: ``(policy, opponent)`` -> the policy's ``(seat, "win" | "draw" | "loss", return or None)`` per game.
+Outcomes = dict[tuple[str, str], list[tuple[int, str, float | None]]]
 
 #: Connect-four positions of each kind (win, block) that ``tactics=true`` scores.
 TACTICS_POSITIONS = 500
@@ -78,7 +79,9 @@ def sampler_outcomes(
     for pid in players:
         for opp in opponents:
             stats = sampler.evaluate(episodes, OpponentSampling(pid, {opp: 1.0}), explore=explore)
-            games[(pid, opp)] = [(seat[a], ep["outcome"][a]) for ep in stats for a, p in ep["policies"].items() if p == pid]
+            games[(pid, opp)] = [
+                (seat[a], ep["outcome"][a], float(ep["returns"][a])) for ep in stats for a, p in ep["policies"].items() if p == pid
+            ]
     return games
 
 
@@ -99,7 +102,7 @@ def match_outcomes(
                 env_cfg["name"], policies[pid], policies[opp], episodes // 2, opening_plies, seed,
                 env_cfg.get("kwargs") or {}, batch=num_envs, explore=explore, opponent_explore=explore,
             )
-            games[(pid, opp)] = [(g.seat, g.outcome) for g in record.games]
+            games[(pid, opp)] = [(g.seat, g.outcome, None) for g in record.games]
     return games
 
 
