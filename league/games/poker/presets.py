@@ -59,8 +59,7 @@ LEDUC = Preset(
 
 TEXAS_HOLDEM = Preset(
     name="texas_holdem",
-    envs=("texas_holdem", "pettingzoo.classic.texas_holdem_v4", "pettingzoo.classic.texas_holdem",
-          "pettingzoo.classic.rlcard_envs.texas_holdem"),
+    envs=("texas_holdem", "pettingzoo.classic.texas_holdem_v4", "pettingzoo.classic.rlcard_envs.texas_holdem"),
     about="limit Texas Hold'em (any number of players): the headline is the chips a hand won against holdem_rules",
     # Its win rate against the uniform-random player is near 1 from the first minutes (three
     # players, 540 s: 0.986 -> 0.959, first -> last quarter), so the progress line and the
