@@ -35,7 +35,7 @@ class ActorCriticPolicy(Policy):
         (and ``actions_raw``, the unsquashed sample, for Box actions)."""
         # fp32 products in oneDNN where it keeps them fp32 and the batch is big enough to pay
         # for its call (league.learn.onednn): a default-job sampler step (128 boards, mirrored)
-        # took 1.2 ms against 1.8 in MKL on one CPU; pong's 26 copies 2x longer than in MKL
+        # took 1.2 ms against 1.8 in MKL on one CPU; pong's 26-row batches took twice MKL's time
         with torch.inference_mode(), fp32_matmuls(len(obs)):
             inputs, values = self.model(torch.from_numpy(obs))
             out = self.dist.sample(inputs, torch.from_numpy(action_mask), self._gen, explore)

@@ -84,11 +84,11 @@ class HoldemRulesPlayer(BoardSearchPolicy):
         """``int64[B]``: raise (0), call (1) or check-else-fold (2) for each row."""
         cards = _cards(obs)
         seen = cards.sum(axis=(1, 2))
-        ranks = np.argwhere(cards)  # rows of (row, suit, rank), in row order
+        held = np.argwhere(cards)  # one (row, suit, rank) per card seen, in row order
         preflop = seen == 2
         intent = np.full(len(cards), _PASSIVE, dtype=np.int64)
         if preflop.any():
-            hand = ranks[np.isin(ranks[:, 0], np.flatnonzero(preflop))].reshape(-1, 2, 3)
+            hand = held[np.isin(held[:, 0], np.flatnonzero(preflop))].reshape(-1, 2, 3)
             rows, suits, values = hand[:, 0, 0], hand[:, :, 1], hand[:, :, 2]
             playable = (values[:, 0] == values[:, 1]) | (values.min(axis=1) >= _TEN)
             playable |= (values.max(axis=1) == 12) & (suits[:, 0] == suits[:, 1])
@@ -106,6 +106,7 @@ class HoldemRulesPlayer(BoardSearchPolicy):
         return _PREFERENCES[self.intents(obs)]
 
     def _score_moves(self, obs: np.ndarray, legal: list[int]) -> dict[int, int]:
+        # BoardSearchPolicy's row-by-row path, which it takes only without a batched scorer
         scores = self._score_batch(obs[None], np.ones((1, self.num_actions), dtype=np.int8))[0]
         return {a: int(scores[a]) for a in legal}
 

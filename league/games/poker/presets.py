@@ -64,7 +64,7 @@ TEXAS_HOLDEM = Preset(
     # Its win rate against the uniform-random player is near 1 from the first minutes (three
     # players, 540 s: 0.986 -> 0.959, first -> last quarter), so the progress line and the
     # headline read the rule player's games instead (league.games.poker.holdem_rules), and in
-    # chips, not hands won: a hand is won by whoever is left, so a player that never folds
+    # chips, not hands won: a hand is won by whoever is left, so the uniform-random player
     # "wins" 44% of three-player hands against two rule players while losing 0.56 chips a hand.
     values={"eval": {"yardstick": "holdem_rules", "metric": "return"}},
 )
