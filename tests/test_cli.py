@@ -324,3 +324,20 @@ def test_multirun_sweeps_league_structure(tmp_path):
         population = summary["league"]["population"]["players"]
         players.append(sorted(p["player_id"] for p in population if p["kind"] == "learning"))
     assert players == [["main"], ["main", "main_exploiter"]]
+
+
+@pytest.mark.parametrize("columns", [80, 200])
+def test_league_eval_shows_every_seat_in_full_on_a_narrow_console(columns, capsys, monkeypatch):
+    """Three seats at 80 columns: per-seat results get a table of their own instead of "…" cells."""
+    from league.cli.eval import PairResult, _print
+
+    monkeypatch.setenv("COLUMNS", str(columns))
+    seat = {"wins": 123, "draws": 0, "losses": 456}
+    results = [PairResult("main_policy_v12", "holdem_rules", 1234, 0, 2345, [seat, seat, seat], -1.234)]
+    info = {"checkpoint": "ckpt", "iteration": 3, "env_steps": 10, "env": "texas_holdem", "seats": ["player_0", "player_1", "player_2"]}
+    _print(results, {"main_policy_v12": 1200.0}, info, explore=False)
+    out = capsys.readouterr().out
+    assert "…" not in out and max(len(line) for line in out.splitlines()[1:]) <= columns
+    for value in ("main_policy_v12", "holdem_rules", "3579", "0.345", "-1.234", "123/0/456", "player_2"):
+        assert value in out
+    assert out.count("main_policy_v12") == (3 if columns == 80 else 2)  # two tables and the ratings, or one

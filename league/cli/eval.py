@@ -293,6 +293,49 @@ def _seat_names(info: dict[str, Any]) -> list[str]:
     return ["1st", "2nd"] if info.get("turn_based") else list(info.get("seats") or [])
 
 
+def _cell_width(column: str, rows: list[list[str]], i: int, wrap: bool) -> int:
+    """Characters column ``i`` takes without cutting a value: its values, and its header in full or
+    (``wrap``) its longest word."""
+    return max([len(row[i]) for row in rows] + [len(w) for w in (column.split() if wrap else [column])])
+
+
+def _table(columns: list[str], rows: list[list[str]], caption: str | None, wrap: bool = False) -> Any:
+    """A rich table of ``rows`` under ``columns`` with every value in full (names left, figures
+    right); ``wrap``: each column exactly as wide as its values, its header wrapped onto lines."""
+    from rich.table import Table
+
+    table = Table(caption=caption)
+    for i, column in enumerate(columns):
+        width = _cell_width(column, rows, i, wrap=True)
+        left = column in ("policy", "opponent")
+        table.add_column(column, justify="left" if left else "right", no_wrap=left, min_width=width,
+                         width=width if wrap else None)  # fmt: skip
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+def _column_groups(columns: list[str], rows: list[list[str]], width: int, keys: int = 2) -> list[list[int]]:
+    """Column indices per table so that each fits ``width`` characters: every column in one table
+    where it fits with headers wrapped, else the first ``keys`` columns (the pair) in every table
+    and the others in order, as many as fit.
+
+    Rich does not shrink a column below its values (``_table``), so a table wider than the
+    console was cut at its edge: three seats' results at 80 columns lost their last columns.
+    """
+    cell = [3 + _cell_width(c, rows, i, wrap=True) for i, c in enumerate(columns)]  # padding and border
+    if 1 + sum(cell) <= width:
+        return [list(range(len(columns)))]
+    base = 1 + sum(cell[:keys])
+    groups: list[list[int]] = []
+    for i in range(keys, len(columns)):
+        if groups and base + sum(cell[j] for j in groups[-1][keys:]) + cell[i] <= width:
+            groups[-1].append(i)
+        else:
+            groups.append([*range(keys), i])
+    return groups
+
+
 def _print(
     results: list[PairResult], elo: dict[str, float], info: dict[str, Any], explore: bool, random_ties: bool = False,
     opening_plies: int = 0, search: int = 0, mcts_simulations: int = 0, search_method: str = "puct",
@@ -312,7 +355,6 @@ def _print(
     console.print(header, soft_wrap=True, highlight=False, markup=False)
     seats = _seat_names(info)
     caption = "1st/2nd: wins/draws/losses with the policy as the first/second player" if info.get("turn_based") else None
-    table = Table(caption=caption)
     returns = any(r.mean_return is not None for r in results)
     columns = ["policy", "opponent", "games", "wins", "draws", "losses", "win rate", *(["mean return"] if returns else []),
                *(f"{seat} W/D/L" for seat in seats)]  # fmt: skip
@@ -322,16 +364,9 @@ def _print(
          *(f"{s['wins']}/{s['draws']}/{s['losses']}" for s in r.seats)]
         for r in results
     ]  # fmt: skip
-    for i, column in enumerate(columns):
-        # Values in full (a narrow console wraps the headers instead: "win rate" read "0.…" at 80 columns)
-        width = max(len(row[i]) for row in rows) if rows else 0
-        if column in ("policy", "opponent"):
-            table.add_column(column, min_width=max(width, len(column)), no_wrap=True)
-        else:
-            table.add_column(column, justify="right", min_width=max(width, len(column.split()[0])))
-    for row in rows:
-        table.add_row(*row)
-    console.print(table)
+    groups = _column_groups(columns, rows, console.width)
+    for part in groups:
+        console.print(_table([columns[i] for i in part], [[row[i] for i in part] for row in rows], caption, wrap=len(groups) > 1))
     ratings = Table(title="Elo ratings", caption="K=32, start 1200")
     ratings.add_column("player")
     ratings.add_column("Elo", justify="right")
