@@ -117,7 +117,7 @@ def test_league_eval_argument_errors(argv, message):
         (["opponents=[stockfish]"], "unknown opponent 'stockfish'"),
         (["opponents=[main]"], "policy 'main' cannot be its own opponent"),
         (["policies=[main@v9]"], "policies ['main@v9'] are not in the checkpoint"),
-        (["tactics=true"], "tactics=true scores connect-four positions; this checkpoint's env is 'tictactoe'"),
+        (["tactics=true"], "tactics=true: no tactics test fits env 'tictactoe' (registered: connect_four)"),
         (["opening_plies=9"], "opening_plies=9: 100 openings drawn on 'tictactoe' all ended the game"),
         (["policies=[meta_strategy]"], "meta_strategy is the mixture a league solves over its frozen players"),
         (["opponents=[meta_strategy]"], "this run is env 'tictactoe', league.recipe 'selfplay'"),
@@ -178,7 +178,7 @@ def test_league_eval_scores_connect_four_tactics(tmp_path_factory, tmp_path, cap
     checkpoint = _tiny_checkpoint(tmp_path_factory, "connect_four")
     result = _eval_json(checkpoint, tmp_path, "opponents=[random]", "episodes=2", "opening_plies=2", "tactics=true")
     assert "Connect-four tactics" in capsys.readouterr().out
-    tactics = result["tactics"]["main"]
+    tactics = result["tactics"]["connect_four"]["main"]
     assert tactics["win_positions"] == tactics["block_positions"] == 500
     # The figures are the checkpoint's own main policy scored on the seed's positions (greedy):
     # the yardstick run on those weights by hand gives them exactly.

@@ -28,9 +28,11 @@ Arguments are ``key=value`` pairs (lists in brackets, as in Hydra overrides):
   (two-player turn-based envs only) each opening is played twice, once with the policy
   in each seat, so ``episodes`` (then even) is games in total: ``episodes / 2`` openings,
   the same ones for every pair (they depend on ``seed`` only);
-- ``tactics`` (false): connect four only: also score each evaluated policy (greedy) on
-  500 positions from random play where it can win at once (immediate-win rate) and 500
-  where it must block a single threat (block rate); the policy itself, without ``search``;
+- ``tactics`` (false): also score each evaluated policy (greedy; the policy itself, without
+  ``search``) on every tactics test a game plug-in registers for the checkpoint's board
+  (:mod:`league.population.tactics`; connect four's: 500 positions from random play where it
+  can win at once, the immediate-win rate, and 500 where it must block a single threat, the
+  block rate); an env without one is refused;
 - ``search`` (0: off): each evaluated policy plays with PUCT search of this many simulations
   per move (:mod:`league.search.puct`: its action distribution the prior, its value head the
   leaf value, or a random rollout for a policy without one), on any env with a simulator
@@ -52,7 +54,7 @@ the agent that acts first after ``reset``), with the win rate counting a draw as
 and Elo ratings of every player from these games (K=32, start 1200; the pairs' games are
 interleaved so no pair's games all count last). The ``output`` JSON has the same, each
 result's ``seats`` listing per-seat counts (the agent of each seat under ``seats`` at the
-top), and the tactics rates under ``tactics`` when asked for.
+top), and under ``tactics`` each test's figures per policy when asked for.
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ from typing import TYPE_CHECKING, Any
 from league.cli.eval_meta import META_STRATEGY, meta_strategy_player
 from league.population.payoff import OUTCOMES, is_outcome
 from league.population.scripted import SCRIPTED_PLAYERS, scripted_factory, scripted_player_names
+from league.population.tactics import TACTICS, tactics_for
 
 if TYPE_CHECKING:
     from league.learn.algorithm import Algorithm
@@ -217,8 +220,7 @@ def evaluate_checkpoint(
     spec, order, turn_based = eval_games.describe_env(env_cfg["name"], env_kwargs, seed)
     if opening_plies and not turn_based:
         raise ValueError(f"opening_plies needs a two-player turn-based env; {env_cfg['name']!r} has agents {order}, not one acting at a time")
-    if tactics and (tuple(spec.obs_shape), spec.num_actions) != (eval_games.TACTICS_RULES.obs_shape, eval_games.TACTICS_RULES.num_actions):
-        raise ValueError(f"tactics=true scores connect-four positions; this checkpoint's env is {env_cfg['name']!r}")
+    tactics_tests = tactics_for(spec, env_cfg["name"]) if tactics else {}
     learning = list(ckpt.league.get("learning") or [])
     players = list(policies) if policies else learning
     unknown = [p for p in players if p not in ckpt.policies and p != META_STRATEGY]
@@ -281,7 +283,7 @@ def evaluate_checkpoint(
     if mixture is not None:
         info["meta_strategy"] = mixture
     if tactics:
-        info["tactics"] = eval_games.tactics(plain, weights, players, seed)
+        info["tactics"] = eval_games.tactics(tactics_tests, plain, weights, players, seed)
     return results, elo, info
 
 
@@ -376,12 +378,15 @@ def _print(
     if "meta_strategy" in info:
         weights = ", ".join(f"{pid} {w:.3f}" for pid, w in info["meta_strategy"].items() if w > 0)
         console.print(f"{META_STRATEGY}: {weights}", soft_wrap=True, highlight=False, markup=False)
-    if "tactics" in info:
-        tactics = Table(title="Connect-four tactics (greedy)", caption="positions from random play")
-        for column in ("policy", "immediate wins", "blocks"):
+    for name, figures in info.get("tactics", {}).items():
+        test = TACTICS.get(name, "tactics")
+        rows = [[pid, *test.cells(f).values()] for pid, f in figures.items()]
+        columns = ["policy", *(test.cells(next(iter(figures.values()))) if figures else {})]
+        tactics = Table(title=test.title, caption="positions from random play")
+        for column in columns:
             tactics.add_column(column, justify="left" if column == "policy" else "right")
-        for pid, t in info["tactics"].items():
-            tactics.add_row(pid, f"{t['immediate_win_rate']:.3f} of {t['win_positions']}", f"{t['block_rate']:.3f} of {t['block_positions']}")
+        for row in rows:
+            tactics.add_row(*row)
         console.print(tactics)
 
 

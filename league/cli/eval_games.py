@@ -3,7 +3,8 @@
 :func:`sampler_outcomes` plays every pair on a sampler's evaluation runner (seats drawn
 at random per episode); :func:`match_outcomes` plays them with
 :func:`~league.population.yardstick.play_matches` (every opening once from each seat);
-:func:`tactics` measures connect-four immediate wins and blocks. Outcomes are lists of
+:func:`tactics` scores the players on the tactics tests game plug-ins register
+(:mod:`league.population.tactics`; connect four's: immediate wins and blocks). Outcomes are lists of
 ``(seat, outcome)`` in the order the games were played, seat 0 being the agent that acts
 first after ``reset`` (:func:`describe_env`), and the policy's return in the game where the
 sampler's runner played it (None from :func:`match_outcomes`: its board games pay the outcome).
@@ -14,21 +15,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from league.games.connect_four.rules import RULES as CONNECT_FOUR_RULES
-
 if TYPE_CHECKING:
     from league.envs.base import AgentSpec
     from league.policy import Policy, PolicyFactory
+    from league.population.tactics import TacticsTest
 
-__all__ = ["Outcomes", "describe_env", "sampler_outcomes", "match_outcomes", "tactics", "TACTICS_POSITIONS"]
+__all__ = ["Outcomes", "describe_env", "sampler_outcomes", "match_outcomes", "tactics"]
 
 #: ``(policy, opponent)`` -> the policy's ``(seat, "win" | "draw" | "loss", return or None)`` per game.
 Outcomes = dict[tuple[str, str], list[tuple[int, str, float | None]]]
-
-#: Connect-four positions of each kind (win, block) that ``tactics=true`` scores.
-TACTICS_POSITIONS = 500
-#: The board ``tactics=true`` reads (connect four's plug-in).
-TACTICS_RULES = CONNECT_FOUR_RULES
 
 
 def describe_env(env_name: str, env_kwargs: Mapping[str, Any], seed: int) -> tuple[AgentSpec, list[str], bool]:
@@ -107,12 +102,8 @@ def match_outcomes(
 
 
 def tactics(
-    factories: Mapping[str, PolicyFactory], weights: Mapping[str, Mapping[str, Any]], players: Sequence[str], seed: int,
-) -> dict[str, dict[str, Any]]:
-    """Connect-four immediate-win and block rates of each player (greedy), on the same positions."""
-    from league.games.connect_four.tactics import connect_four_tactics
-
-    return {
-        pid: connect_four_tactics(_policy(factories[pid], weights.get(pid), seed), TACTICS_POSITIONS, seed).as_dict()
-        for pid in players
-    }
+    tests: Mapping[str, TacticsTest], factories: Mapping[str, PolicyFactory], weights: Mapping[str, Mapping[str, Any]],
+    players: Sequence[str], seed: int,
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """Each tactics test's figures for each player (greedy, on the seed's positions): test -> player -> figures."""
+    return {name: {pid: test.score(_policy(factories[pid], weights.get(pid), seed), seed) for pid in players} for name, test in tests.items()}

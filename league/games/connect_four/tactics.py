@@ -1,21 +1,27 @@
 """Connect four's tactics yardstick: immediate wins taken and single threats blocked.
 
-``league-eval ... tactics=true`` and ``benchmarks/bench_strength.py`` report it beside the
-games against negamax (docs/STRENGTH.md).
+``league-eval ... tactics=true`` (through :data:`TACTICS_TEST`, registered by the plug-in) and
+``benchmarks/bench_strength.py`` report it beside the games against negamax (docs/STRENGTH.md).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from league.envs import make_env
-from league.games.connect_four.rules import CELL_BITS, drop_bit, has_four
+from league.envs.base import AgentSpec
+from league.games.connect_four.rules import CELL_BITS, RULES, drop_bit, has_four
 from league.policy import Policy, masked_uniform_actions
+from league.population.tactics import TacticsTest
 
-__all__ = ["TacticsRecord", "connect_four_tactics"]
+__all__ = ["POSITIONS", "TACTICS_TEST", "TacticsRecord", "connect_four_tactics"]
+
+#: Positions of each kind (win, block) that ``league-eval tactics=true`` scores.
+POSITIONS = 500
 
 
 @dataclass
@@ -96,3 +102,21 @@ def connect_four_tactics(policy: Policy, positions: int = 500, seed: int = 0) ->
         return sum(int(a) in good for a, (_, _, good) in zip(actions, cases))
 
     return TacticsRecord(hits(wins), len(wins), hits(blocks), len(blocks))
+
+
+def _fits(spec: AgentSpec) -> bool:
+    return (tuple(spec.obs_shape), spec.num_actions) == (RULES.obs_shape, RULES.num_actions)
+
+
+def _cells(figures: Mapping[str, Any]) -> dict[str, str]:
+    return {
+        "immediate wins": f"{figures['immediate_win_rate']:.3f} of {figures['win_positions']}",
+        "blocks": f"{figures['block_rate']:.3f} of {figures['block_positions']}",
+    }
+
+
+#: Connect four's tactics test (:mod:`league.population.tactics`): :data:`POSITIONS` of each kind.
+TACTICS_TEST = TacticsTest(
+    title="Connect-four tactics (greedy)", fits=_fits,
+    score=lambda policy, seed: connect_four_tactics(policy, POSITIONS, seed).as_dict(), cells=_cells,
+)
