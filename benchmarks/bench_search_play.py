@@ -73,13 +73,14 @@ def random_positions(sim: Any, positions: int, seed: int = 0) -> list[Any]:
     return states
 
 
-def policy_move_ms(policy: Any, sim: Any, simulations: int, batch: int, positions: int = 64, seed: int = 0) -> float:
-    """ms per move of ``policy`` with ``simulations`` PUCT simulations on ``sim``'s random
-    positions (:func:`random_positions`), ``batch`` positions per ``PUCTPlayer.act_at`` call."""
-    from league.search import PUCTPlayer
+def policy_move_ms(policy: Any, sim: Any, simulations: int, batch: int, positions: int = 64, seed: int = 0, method: str = "puct") -> float:
+    """ms per move of ``policy`` with ``simulations`` simulations of search ``method`` (``puct``,
+    ``gumbel``: ``SEARCH_PLAYERS``) on ``sim``'s random positions (:func:`random_positions`),
+    ``batch`` positions per ``act_at`` call."""
+    from league.search.player import SEARCH_PLAYERS
 
     states = random_positions(sim, positions, seed)
-    player = PUCTPlayer(policy, sim, simulations, seed=seed)
+    player = SEARCH_PLAYERS.get(method, "method")(policy, sim, simulations, seed=seed)
     start = time.perf_counter()
     for i in range(0, positions, batch):
         chunk = states[i:i + batch]

@@ -1,5 +1,5 @@
-// league._core.PUCTForest: the Python handle of search_tree.h (league/search/puct.py is the
-// documented face). Every call is checked whole before the forest changes: ids in range
+// league._core.PUCTForest and GumbelForest: the Python handles of search_tree.h and gumbel_tree.h
+// (league/search/puct.py and gumbel.py are the documented faces). Every call is checked whole before the forest changes: ids in range
 // (IndexError), lengths, dtypes, legal moves and each tree's stage (ValueError), so bad input
 // raises and leaves the forest as it was. The GIL stays held: the calls are short and a
 // forest is not meant to be shared between threads.
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "array_utils.h"
+#include "gumbel_tree.h"
 #include "search_tree.h"
 
 namespace py = pybind11;
@@ -333,6 +334,117 @@ void bind_search(py::module_& m) {
             return node_dict(f, node);
           },
           py::arg("node"), "One node's statistics as a dict (tests, debugging).");
+  py::class_<GumbelForest, Forest>(m, "GumbelForest",
+                                   "Gumbel search trees on the PUCT forest's storage (league/search/gumbel.py's engine; "
+                                   "csrc/gumbel_tree.h): sequential halving at the roots, the improved policy's rule below.")
+      .def(py::init([](int num_players, int num_actions, double c_visit, double c_scale) {
+             if (num_players < 1) throw py::value_error("num_players must be >= 1, got " + std::to_string(num_players));
+             if (num_actions < 1) throw py::value_error("num_actions must be >= 1, got " + std::to_string(num_actions));
+             if (!std::isfinite(c_visit) || !std::isfinite(c_scale) || c_visit < 0 || c_scale < 0) {
+               throw py::value_error("c_visit and c_scale must be finite and >= 0, got " + std::to_string(c_visit) + ", " +
+                                     std::to_string(c_scale));
+             }
+             return new GumbelForest(num_players, num_actions, c_visit, c_scale);
+           }),
+           py::arg("num_players"), py::arg("num_actions"), py::arg("c_visit"), py::arg("c_scale"))
+      .def(
+          "set_priors",
+          [](GumbelForest& f, const py::handle& nodes, const py::handle& priors) {
+            auto nd = int_vector(nodes, "nodes");
+            const int64_t* ids = checked_nodes(f, nd);
+            auto p = float_array(priors, "priors", 2);
+            check_rows(p, nd.shape(0), "priors", "nodes");
+            check_columns(p, f.num_actions(), "priors", "one per action");
+            for (py::ssize_t k = 0; k < nd.shape(0); ++k) f.set_priors(ids[k], p.data() + k * f.num_actions());
+          },
+          py::arg("nodes"), py::arg("priors"), "Each node's prior (as PUCTForest.set_priors) and its logits (log, floored at -60).")
+      .def(
+          "set_estimates",
+          [](GumbelForest& f, const py::handle& nodes, const py::handle& values) {
+            auto nd = int_vector(nodes, "nodes");
+            const int64_t* ids = checked_nodes(f, nd);
+            auto v = float_array(values, "values", 1);
+            check_rows(v, nd.shape(0), "values", "nodes");
+            for (py::ssize_t k = 0; k < nd.shape(0); ++k) f.set_estimate(ids[k], v.data()[k]);
+          },
+          py::arg("nodes"), py::arg("values"), "Each node's value estimate for its mover (completed Q's mixed value).")
+      .def(
+          "consider",
+          [](GumbelForest& f, const py::handle& trees, const py::handle& gumbel, int64_t num_considered, int64_t simulations) {
+            auto t = int_vector(trees, "trees");
+            const int64_t* ids = checked_trees(f, t, true);
+            auto g = float_array(gumbel, "gumbel", 1);
+            if (num_considered < 1) throw py::value_error("num_considered must be >= 1, got " + std::to_string(num_considered));
+            if (simulations < 0) throw py::value_error("simulations must be >= 0, got " + std::to_string(simulations));
+            int64_t total = 0;
+            for (py::ssize_t k = 0; k < t.shape(0); ++k) {
+              if (!f.active(ids[k])) throw py::value_error("consider: tree " + std::to_string(ids[k]) + " has nothing to search");
+              total += f.num_legal(f.root(ids[k]));
+            }
+            if (total != g.shape(0)) {
+              throw py::value_error("gumbel has " + std::to_string(g.shape(0)) + " values for the roots' " + std::to_string(total) +
+                                    " legal moves");
+            }
+            int64_t o = 0;
+            for (py::ssize_t k = 0; k < t.shape(0); ++k) {
+              f.consider(ids[k], g.data() + o, num_considered, simulations);
+              o += f.num_legal(f.root(ids[k]));
+            }
+          },
+          py::arg("trees"), py::arg("gumbel"), py::arg("num_considered"), py::arg("simulations"),
+          "Starts each tree's search (its root's priors set): Gumbel noise, one per root legal move, the roots' "
+          "concatenated; the num_considered largest g + logits considered; sequential halving over simulations.")
+      .def(
+          "select",
+          [](GumbelForest& f, const py::handle& trees) {
+            auto t = int_vector(trees, "trees");
+            const int64_t* ids = checked_trees(f, t, true);
+            const py::ssize_t n = t.shape(0);
+            check_stage(f, ids, n, Forest::kReady, "select", "has a selected leaf not yet expanded and backed up");
+            for (py::ssize_t k = 0; k < n; ++k) {
+              if (f.active(ids[k]) && !f.considered(ids[k])) {
+                throw py::value_error("select: tree " + std::to_string(ids[k]) + " was not started (call consider first)");
+              }
+            }
+            py::array_t<int64_t> nodes(n), indices(n), actions(n);
+            py::array_t<int8_t> status(n);
+            for (py::ssize_t k = 0; k < n; ++k) {
+              status.mutable_data()[k] =
+                  f.select(ids[k], nodes.mutable_data() + k, indices.mutable_data() + k, actions.mutable_data() + k);
+            }
+            return py::make_tuple(nodes, indices, actions, status);
+          },
+          py::arg("trees"), "One simulation's descent per tree, as PUCTForest.select (its move rules Gumbel's).")
+      .def(
+          "results",
+          [](GumbelForest& f, const py::handle& trees) {
+            auto t = int_vector(trees, "trees");
+            const int64_t* ids = checked_trees(f, t, false);
+            const py::ssize_t n = t.shape(0), a = f.num_actions();
+            for (py::ssize_t k = 0; k < n; ++k) {
+              if (f.active(ids[k]) && !f.considered(ids[k])) {
+                throw py::value_error("results: tree " + std::to_string(ids[k]) + " was not started (call consider first)");
+              }
+            }
+            py::array_t<double> policy({n, a}), visits({n, a});
+            py::array_t<int64_t> actions(n);
+            for (py::ssize_t k = 0; k < n; ++k) {
+              actions.mutable_data()[k] = f.results(ids[k], policy.mutable_data() + k * a, visits.mutable_data() + k * a);
+            }
+            return py::make_tuple(policy, actions, visits);
+          },
+          py::arg("trees"),
+          "(policy float64[K, num_actions], actions int64[K], visits float64[K, num_actions]): each tree's improved policy, "
+          "the move sequential halving selected (-1 where there is nothing to search) and its root visits.")
+      .def(
+          "estimate",
+          [](const GumbelForest& f, int64_t node) {
+            if (node < 0 || node >= f.num_nodes()) {
+              throw py::index_error("node id " + std::to_string(node) + " out of range: the forest has " + std::to_string(f.num_nodes()) + " nodes");
+            }
+            return f.estimate(node);
+          },
+          py::arg("node"), "A node's value estimate for its mover.");
   m.attr("PUCT_EXPAND") = static_cast<int>(Forest::kExpand);
   m.attr("PUCT_TERMINAL") = static_cast<int>(Forest::kTerminal);
   m.attr("PUCT_IDLE") = static_cast<int>(Forest::kIdle);

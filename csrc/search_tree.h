@@ -132,34 +132,7 @@ class PUCTForest {
   // (`action`) has no child yet (kExpand; the tree is then kSelected), or the known terminal
   // child reached (kTerminal, backed up; the tree stays kReady). An inactive tree: kIdle.
   Status select(int64_t tree, int64_t* node_out, int64_t* index_out, int64_t* action_out) {
-    *node_out = *index_out = *action_out = -1;
-    if (!active(tree)) return kIdle;
-    std::vector<Step>& path = path_[tree];
-    path.clear();
-    int64_t node = root_[tree];
-    for (;;) {
-      const int64_t index = pick(node);
-      const int64_t e = edge_begin_[node] + index;
-      path.push_back({node, e});
-      const int64_t c = child_[e];
-      if (c < 0) {
-        *node_out = node;
-        *index_out = index;
-        *action_out = action_[e];
-        stage_[tree] = kSelected;
-        frontier_[tree] = e;
-        return kExpand;
-      }
-      if (terminal_[c]) {
-        add_along(path, returns(c));
-        path.clear();
-        *node_out = c;
-        *index_out = index;
-        *action_out = action_[e];
-        return kTerminal;
-      }
-      node = c;
-    }
+    return descend(tree, [this](int64_t node, bool) { return pick(node); }, node_out, index_out, action_out);
   }
 
   // The child at `tree`'s frontier (kSelected): its mover, whether it is terminal (then its
@@ -217,10 +190,44 @@ class PUCTForest {
     for (int64_t i = 0; i < num_legal_[node]; ++i) out[action_[begin + i]] = count_[begin + i];
   }
 
- private:
+ protected:
   struct Step {
     int64_t node, edge;  // a node on a path and the edge (its move) taken from it
   };
+
+  // select's descent with the move rule `pick(node, at_root) -> move index` (PUCT's here, a
+  // subclass's own: gumbel_tree.h).
+  template <class Pick>
+  Status descend(int64_t tree, Pick&& pick_move, int64_t* node_out, int64_t* index_out, int64_t* action_out) {
+    *node_out = *index_out = *action_out = -1;
+    if (!active(tree)) return kIdle;
+    std::vector<Step>& path = path_[tree];
+    path.clear();
+    int64_t node = root_[tree];
+    for (;;) {
+      const int64_t index = pick_move(node, node == root_[tree]);
+      const int64_t e = edge_begin_[node] + index;
+      path.push_back({node, e});
+      const int64_t c = child_[e];
+      if (c < 0) {
+        *node_out = node;
+        *index_out = index;
+        *action_out = action_[e];
+        stage_[tree] = kSelected;
+        frontier_[tree] = e;
+        return kExpand;
+      }
+      if (terminal_[c]) {
+        add_along(path, returns(c));
+        path.clear();
+        *node_out = c;
+        *index_out = index;
+        *action_out = action_[e];
+        return kTerminal;
+      }
+      node = c;
+    }
+  }
 
   int64_t add_node(int player, bool terminal, const int64_t* legal, int64_t num_legal, const double* returns) {
     player_.push_back(terminal ? -1 : player);

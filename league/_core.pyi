@@ -132,3 +132,15 @@ class PUCTForest:
     def root_visits(self, trees: Any) -> np.ndarray:
         """float64[K, num_actions]."""
     def node(self, node: _Int) -> dict[str, Any]: ...
+
+class GumbelForest(PUCTForest):
+    """Gumbel search trees on the PUCT forest's storage (csrc/gumbel_tree.h; league.search.gumbel)."""
+
+    def __init__(self, num_players: _Int, num_actions: _Int, c_visit: _Float, c_scale: _Float) -> None: ...
+    def set_estimates(self, nodes: Any, values: Any) -> None:
+        """Each node's value estimate for its mover."""
+    def consider(self, trees: Any, gumbel: Any, num_considered: _Int, simulations: _Int) -> None:
+        """Starts each tree's search: Gumbel noise per root legal move (concatenated), the considered moves, the schedule."""
+    def results(self, trees: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(policy float64[K, A], actions int64[K], visits float64[K, A])."""
+    def estimate(self, node: _Int) -> float: ...

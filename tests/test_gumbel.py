@@ -1,4 +1,5 @@
-"""Gumbel AlphaZero's search (issue 37, league/search/gumbel.py): sequential halving's budget,
+"""Gumbel AlphaZero's search (issue 37, league/search/gumbel.py): sequential halving's budget
+(the schedule of tests/gumbel_oracle.py, which the C++ forest matches: test_gumbel_forest.py),
 the move it selects, the improved policy, a forced win found with few simulations; and
 algo=alphazero search=gumbel acting and learning on tic-tac-toe (the strength test is slow)."""
 
@@ -8,11 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from gumbel_oracle import considered_visit_sequence, improved_policy
 
 from league.envs.boards import BoardBatchedEnv
 from league.search import simulator_for
 from league.search.alphazero import SEARCH_POLICY, AlphaZero
-from league.search.gumbel import considered_visit_sequence, gumbel_search, improved_policy
+from league.search.gumbel import gumbel_search
 
 
 def uniform(obs: np.ndarray, masks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

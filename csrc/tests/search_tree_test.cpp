@@ -1,6 +1,6 @@
-// Plain C++ test of search_tree.h (no Python, no framework): PUCT's choice worked by hand,
-// terminal children, backup, root noise, numpy's summation, and a random game searched to
-// check the counting invariants. Built only with -DLEAGUE_CPP_TESTS=ON; run as `ctest` or
+// Plain C++ test of search_tree.h and gumbel_tree.h (no Python, no framework): PUCT's choice
+// worked by hand, terminal children, backup, root noise, numpy's summation, a random game
+// searched to check the counting invariants; Gumbel's halving schedule and root choice. Built only with -DLEAGUE_CPP_TESTS=ON; run as `ctest` or
 // directly. Exit code 0 = pass.
 #include <cmath>
 #include <cstdio>
@@ -8,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "gumbel_tree.h"
 #include "search_tree.h"
 
 namespace {
@@ -183,8 +184,47 @@ void test_random_game_invariants(std::mt19937_64& rng) {
 
 }  // namespace
 
+void test_gumbel() {
+  using league::GumbelForest;
+  // log2(4) = 2 phases: 4 moves x 2 visits, then the best 2 x 4 more.
+  const std::vector<int64_t> want = {0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5};
+  CHECK(GumbelForest::visit_sequence(4, 16) == want);
+  CHECK(GumbelForest::visit_sequence(1, 3) == (std::vector<int64_t>{0, 1, 2}));
+  CHECK(GumbelForest::visit_sequence(5, 0).empty());
+
+  // Three legal moves, two considered: the two largest g + logits; with no visits every completed
+  // Q is the root's estimate, so sigma is 0 and the first simulation takes the larger of them.
+  GumbelForest f(2, 3, 50.0, 1.0);
+  const int64_t legal[3] = {0, 1, 2};
+  const int64_t tree = f.add_tree(0, false, legal, 3);
+  const double prior[3] = {0.5, 0.3, 0.2};
+  f.set_priors(f.root(tree), prior);
+  CHECK(f.logit(0) == std::log(0.5) && f.logit(2) == std::log(0.2));
+  f.set_estimate(f.root(tree), 0.1);
+  const double g[3] = {0.0, 0.0, 2.0};  // move 2: log 0.2 + 2 > log 0.5 > log 0.3
+  f.consider(tree, g, 2, 4);
+  CHECK(f.considered(tree));
+  int64_t node, index, action;
+  CHECK(f.select(tree, &node, &index, &action) == GumbelForest::kExpand && action == 2);
+  const int64_t none[1] = {0};
+  const double zero[2] = {0.0, 0.0};
+  f.expand(tree, 1, false, none, 1, zero);
+  const double lost[2] = {-1.0, 1.0};
+  f.backup(tree, lost);
+  // The schedule's next visit is the other considered move (0 visits wanted): move 0.
+  CHECK(f.select(tree, &node, &index, &action) == GumbelForest::kExpand && action == 0);
+  f.expand(tree, 1, false, none, 1, zero);
+  const double won[2] = {1.0, -1.0};
+  f.backup(tree, won);
+  double policy[3], visits[3];
+  CHECK(f.results(tree, policy, visits) == 0);  // equal visits: move 0 scores higher (Q 1 against -1)
+  CHECK(visits[0] == 1.0 && visits[1] == 0.0 && visits[2] == 1.0);
+  CHECK(std::fabs(policy[0] + policy[1] + policy[2] - 1.0) < 1e-12 && policy[0] > policy[2]);
+}
+
 int main() {
   std::mt19937_64 rng(7);
+  test_gumbel();
   test_sum();
   test_hand_worked_tree();
   test_idle_zero_prior_and_noise();

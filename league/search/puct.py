@@ -34,7 +34,7 @@ from league.policy import Policy, masked_uniform_probabilities
 from league.search.player import SEARCH_PLAYERS, SearchPlayer
 from league.search.simulator import Simulator, observations, rollout
 
-__all__ = ["Evaluator", "PUCTPlayer", "one_thread", "policy_evaluator", "puct_visits"]
+__all__ = ["Evaluator", "NewNodes", "PUCTPlayer", "describe_nodes", "evaluate_nodes", "one_thread", "policy_evaluator", "puct_visits"]
 
 #: ``evaluate(obs[B, ...], masks[B, A]) -> (priors float[B, A], values float[B] or None)``:
 #: the policy's distribution and, if it has a value head, its values for the player to move.
@@ -100,10 +100,10 @@ def _search(
     """:func:`puct_visits`' search: the forest (one tree per root, in order) and its tree ids."""
     forest = PUCTForest(sim.num_players, sim.num_actions, c_puct)
     states = [sim.clone(state) for state in roots]  # node id -> game state
-    nodes = _describe(sim, states)
+    nodes = describe_nodes(sim, states)
     trees = forest.add_trees(nodes.players, nodes.terminal, nodes.counts, nodes.actions)
     pending = np.flatnonzero(~nodes.terminal)  # roots are nodes 0 .. len(roots) - 1
-    _evaluate(sim, forest, states, nodes, pending, evaluate, rng, None)
+    evaluate_nodes(sim, forest, states, nodes, pending, evaluate, rng, None)
     if root_noise is not None and root_noise[1] > 0:
         alpha, fraction = root_noise
         noisy = [int(i) for i in pending if len(nodes.legal[i]) > 1]
@@ -121,14 +121,14 @@ def _search(
             state = sim.clone(states[parent])
             sim.apply(state, action)
             new_states.append(state)
-        leaves = _describe(sim, new_states)
+        leaves = describe_nodes(sim, new_states)
         returns = np.zeros((len(expand), sim.num_players))
         for k in np.flatnonzero(leaves.terminal).tolist():
             returns[k] = sim.returns(new_states[k])
         ids = forest.expand(active[expand], leaves.players, leaves.terminal, leaves.counts, leaves.actions, returns)
         states.extend(new_states)  # the forest numbers nodes in order: ids run on from len(states)
         live = np.flatnonzero(~leaves.terminal)
-        _evaluate(sim, forest, new_states, leaves, live, evaluate, rng, (ids, returns))
+        evaluate_nodes(sim, forest, new_states, leaves, live, evaluate, rng, (ids, returns))
         forest.backup(active[expand], returns)
     return forest, trees
 
@@ -150,8 +150,9 @@ def one_thread() -> Iterator[None]:
             torch.set_num_threads(threads)
 
 
-class _Nodes(NamedTuple):
-    """New nodes as the forest takes them: mover (-1 when terminal), terminal flag, legal moves."""
+class NewNodes(NamedTuple):
+    """New nodes as a forest takes them (:func:`describe_nodes`): mover (-1 when terminal),
+    terminal flag, legal-move counts, the moves concatenated, and per node its list of moves."""
 
     players: np.ndarray
     terminal: np.ndarray
@@ -160,7 +161,9 @@ class _Nodes(NamedTuple):
     legal: list[list[int]]
 
 
-def _describe(sim: Simulator, states: Sequence[Any]) -> _Nodes:
+def describe_nodes(sim: Simulator, states: Sequence[Any]) -> NewNodes:
+    """``states`` as a forest takes new nodes: each one's mover (-1 when terminal), terminal flag
+    and legal moves (counts, and the moves concatenated)."""
     terminal = np.fromiter((sim.is_terminal(state) for state in states), dtype=bool, count=len(states))
     players = np.full(len(states), -1, dtype=np.int64)
     legal: list[list[int]] = []
@@ -172,11 +175,11 @@ def _describe(sim: Simulator, states: Sequence[Any]) -> _Nodes:
             legal.append(list(sim.legal_actions(state)))
     counts = np.fromiter((len(moves) for moves in legal), dtype=np.int64, count=len(legal))
     actions = np.fromiter(chain.from_iterable(legal), dtype=np.int64, count=int(counts.sum()))
-    return _Nodes(players, terminal, counts, actions, legal)
+    return NewNodes(players, terminal, counts, actions, legal)
 
 
-def _evaluate(sim: Simulator, forest: PUCTForest, states: Sequence[Any], nodes: _Nodes, rows: np.ndarray, evaluate: Evaluator,
-              rng: np.random.Generator, backup: tuple[np.ndarray, np.ndarray] | None) -> None:
+def evaluate_nodes(sim: Simulator, forest: PUCTForest, states: Sequence[Any], nodes: NewNodes, rows: np.ndarray, evaluate: Evaluator,
+                   rng: np.random.Generator, backup: tuple[np.ndarray, np.ndarray] | None) -> None:
     """Priors for ``states[rows]`` (described by ``nodes``) from one forward pass; with
     ``backup`` (the states' node ids and the step's returns array), their leaf returns written
     into it: the value head's value for the mover (``-value`` for the other), or a random rollout."""
