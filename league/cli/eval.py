@@ -380,13 +380,12 @@ def _print(
         console.print(f"{META_STRATEGY}: {weights}", soft_wrap=True, highlight=False, markup=False)
     for name, figures in info.get("tactics", {}).items():
         test = TACTICS.get(name, "tactics")
-        rows = [[pid, *test.cells(f).values()] for pid, f in figures.items()]
-        columns = ["policy", *(test.cells(next(iter(figures.values()))) if figures else {})]
-        tactics = Table(title=test.title, caption="positions from random play")
-        for column in columns:
+        cells = {pid: test.cells(f) for pid, f in figures.items()}
+        tactics = Table(title=test.title)
+        for column in ["policy", *next(iter(cells.values()), {})]:
             tactics.add_column(column, justify="left" if column == "policy" else "right")
-        for row in rows:
-            tactics.add_row(*row)
+        for pid, row in cells.items():
+            tactics.add_row(pid, *row.values())
         console.print(tactics)
 
 

@@ -32,7 +32,7 @@ PUCT of N simulations as the league does.
 
 Acting costs about ``num_simulations`` forward passes per move, each batched across the env
 copies, and as many simulator steps (clone, apply) per copy; PUCT's tree runs in the C++
-core (``league._core.PUCTForest``), Gumbel's in Python. 128 tic-tac-toe boards at 16
+core (``league._core.PUCTForest``), Gumbel's too (``GumbelForest``). 128 tic-tac-toe boards at 16
 simulations act at about 3.7k env steps/s, 24x slower than PPO (``benchmarks/bench_puct_tree.py``).
 """
 

@@ -117,6 +117,6 @@ def _cells(figures: Mapping[str, Any]) -> dict[str, str]:
 
 #: Connect four's tactics test (:mod:`league.population.tactics`): :data:`POSITIONS` of each kind.
 TACTICS_TEST = TacticsTest(
-    title="Connect-four tactics (greedy)", fits=_fits,
+    title="Connect-four tactics (greedy, positions from random play)", fits=_fits,
     score=lambda policy, seed: connect_four_tactics(policy, POSITIONS, seed).as_dict(), cells=_cells,
 )
