@@ -43,10 +43,10 @@ from typing import Any
 
 import numpy as np
 
-from league._core import PUCT_EXPAND, GumbelForest
+from league._core import GumbelForest
 from league.policy import Policy
 from league.search.player import SEARCH_PLAYERS, SearchPlayer
-from league.search.puct import Evaluator, describe_nodes, evaluate_nodes, policy_evaluator
+from league.search.puct import Evaluator, describe_nodes, evaluate_nodes, policy_evaluator, simulation_step
 from league.search.simulator import Simulator
 
 __all__ = ["C_SCALE", "C_VISIT", "GumbelPlayer", "GumbelSearch", "NUM_CONSIDERED_ACTIONS", "gumbel_search"]
@@ -96,25 +96,7 @@ def gumbel_search(
         forest.consider(trees[live], np.concatenate(noise), int(num_considered_actions), int(simulations))
     active = trees[live]
     for _ in range(int(simulations) if len(active) else 0):
-        parents, _, actions, status = forest.select(active)
-        expand = np.flatnonzero(status == PUCT_EXPAND)
-        if not len(expand):
-            continue
-        new_states = []
-        for parent, action in zip(parents[expand].tolist(), actions[expand].tolist()):
-            state = sim.clone(states[parent])
-            sim.apply(state, action)
-            new_states.append(state)
-        leaves = describe_nodes(sim, new_states)
-        returns = np.zeros((len(expand), sim.num_players))
-        for k in np.flatnonzero(leaves.terminal).tolist():
-            returns[k] = sim.returns(new_states[k])
-        ids = forest.expand(active[expand], leaves.players, leaves.terminal, leaves.counts, leaves.actions, returns)
-        states.extend(new_states)  # the forest numbers nodes in order: ids run on from len(states)
-        evaluated = np.flatnonzero(~leaves.terminal)
-        evaluate_nodes(sim, forest, new_states, leaves, evaluated, evaluate, rng, (ids, returns))
-        forest.set_estimates(ids[evaluated], returns[evaluated, leaves.players[evaluated]])
-        forest.backup(active[expand], returns)
+        simulation_step(sim, forest, states, active, evaluate, rng, forest.set_estimates)
     policy, selected, visits = forest.results(trees)
     values = np.zeros(len(roots))
     values[live] = estimates

@@ -34,7 +34,7 @@ from league.policy import Policy, masked_uniform_probabilities
 from league.search.player import SEARCH_PLAYERS, SearchPlayer
 from league.search.simulator import Simulator, observations, rollout
 
-__all__ = ["Evaluator", "NewNodes", "PUCTPlayer", "describe_nodes", "evaluate_nodes", "one_thread", "policy_evaluator", "puct_visits"]
+__all__ = ["Evaluator", "NewNodes", "PUCTPlayer", "describe_nodes", "evaluate_nodes", "one_thread", "policy_evaluator", "puct_visits", "simulation_step"]
 
 #: ``evaluate(obs[B, ...], masks[B, A]) -> (priors float[B, A], values float[B] or None)``:
 #: the policy's distribution and, if it has a value head, its values for the player to move.
@@ -112,25 +112,39 @@ def _search(
             forest.mix_noise(np.asarray(noisy, dtype=np.int64), noise, fraction)
     active = trees[~nodes.terminal & (nodes.counts > 0)]
     for _ in range(simulations if len(active) else 0):
-        parents, _, actions, status = forest.select(active)
-        expand = np.flatnonzero(status == PUCT_EXPAND)
-        if not len(expand):
-            continue
-        new_states = []
-        for parent, action in zip(parents[expand].tolist(), actions[expand].tolist()):
-            state = sim.clone(states[parent])
-            sim.apply(state, action)
-            new_states.append(state)
-        leaves = describe_nodes(sim, new_states)
-        returns = np.zeros((len(expand), sim.num_players))
-        for k in np.flatnonzero(leaves.terminal).tolist():
-            returns[k] = sim.returns(new_states[k])
-        ids = forest.expand(active[expand], leaves.players, leaves.terminal, leaves.counts, leaves.actions, returns)
-        states.extend(new_states)  # the forest numbers nodes in order: ids run on from len(states)
-        live = np.flatnonzero(~leaves.terminal)
-        evaluate_nodes(sim, forest, new_states, leaves, live, evaluate, rng, (ids, returns))
-        forest.backup(active[expand], returns)
+        simulation_step(sim, forest, states, active, evaluate, rng)
     return forest, trees
+
+
+def simulation_step(
+    sim: Simulator, forest: PUCTForest, states: list[Any], trees: np.ndarray, evaluate: Evaluator, rng: np.random.Generator,
+    estimates: Callable[[np.ndarray, np.ndarray], None] | None = None,
+) -> None:
+    """One simulation in each of ``trees`` (a forest's, or a subclass's: its own move rule): the
+    descent, the new leaves' moves played on copies of their parents' states (appended to
+    ``states``, indexed by node id), their priors and values from one forward pass, and the
+    returns backed up. ``estimates(node_ids, values)``: told each evaluated leaf's value for its
+    mover before the backup (Gumbel's completed Q reads it)."""
+    parents, _, actions, status = forest.select(trees)
+    expand = np.flatnonzero(status == PUCT_EXPAND)
+    if not len(expand):
+        return
+    new_states = []
+    for parent, action in zip(parents[expand].tolist(), actions[expand].tolist()):
+        state = sim.clone(states[parent])
+        sim.apply(state, action)
+        new_states.append(state)
+    leaves = describe_nodes(sim, new_states)
+    returns = np.zeros((len(expand), sim.num_players))
+    for k in np.flatnonzero(leaves.terminal).tolist():
+        returns[k] = sim.returns(new_states[k])
+    ids = forest.expand(trees[expand], leaves.players, leaves.terminal, leaves.counts, leaves.actions, returns)
+    states.extend(new_states)  # the forest numbers nodes in order: ids run on from len(states)
+    live = np.flatnonzero(~leaves.terminal)
+    evaluate_nodes(sim, forest, new_states, leaves, live, evaluate, rng, (ids, returns))
+    if estimates is not None:
+        estimates(ids[live], returns[live, leaves.players[live]])
+    forest.backup(trees[expand], returns)
 
 
 @contextlib.contextmanager
