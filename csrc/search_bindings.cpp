@@ -152,6 +152,29 @@ NewNodes checked_new_nodes(const Forest& f, const py::handle& players, const py:
   return out;
 }
 
+// set_priors of either forest (its own: Gumbel's also keeps the logits), checked whole first.
+template <class F>
+void set_priors_checked(F& f, const py::handle& nodes, const py::handle& priors) {
+  auto nd = int_vector(nodes, "nodes");
+  const int64_t* ids = checked_nodes(f, nd);
+  auto p = float_array(priors, "priors", 2);
+  check_rows(p, nd.shape(0), "priors", "nodes");
+  check_columns(p, f.num_actions(), "priors", "one per action");
+  for (py::ssize_t k = 0; k < nd.shape(0); ++k) f.set_priors(ids[k], p.data() + k * f.num_actions());
+}
+
+// select of either forest (its own move rule) over checked, ready trees: (nodes, indices, actions, status).
+template <class F>
+py::tuple select_checked(F& f, const int64_t* ids, py::ssize_t n) {
+  check_stage(f, ids, n, Forest::kReady, "select", "has a selected leaf not yet expanded and backed up");
+  py::array_t<int64_t> nodes(n), indices(n), actions(n);
+  py::array_t<int8_t> status(n);
+  for (py::ssize_t k = 0; k < n; ++k) {
+    status.mutable_data()[k] = f.select(ids[k], nodes.mutable_data() + k, indices.mutable_data() + k, actions.mutable_data() + k);
+  }
+  return py::make_tuple(nodes, indices, actions, status);
+}
+
 py::dict node_dict(const Forest& f, int64_t node) {
   const int64_t n = f.num_legal(node), begin = f.edge_begin(node);
   py::array_t<int64_t> legal(n), children(n);
@@ -226,16 +249,7 @@ void bind_search(py::module_& m) {
           "select",
           [](Forest& f, const py::handle& trees) {
             auto t = int_vector(trees, "trees");
-            const int64_t* ids = checked_trees(f, t, true);
-            const py::ssize_t n = t.shape(0);
-            check_stage(f, ids, n, Forest::kReady, "select", "has a selected leaf not yet expanded and backed up");
-            py::array_t<int64_t> nodes(n), indices(n), actions(n);
-            py::array_t<int8_t> status(n);
-            for (py::ssize_t k = 0; k < n; ++k) {
-              status.mutable_data()[k] =
-                  f.select(ids[k], nodes.mutable_data() + k, indices.mutable_data() + k, actions.mutable_data() + k);
-            }
-            return py::make_tuple(nodes, indices, actions, status);
+            return select_checked(f, checked_trees(f, t, true), t.shape(0));
           },
           py::arg("trees"),
           "One descent per tree: (nodes, indices, actions, status). status 0 (EXPAND): node's move number index "
@@ -267,14 +281,7 @@ void bind_search(py::module_& m) {
           "concatenated, and returns float64[K, num_players] (kept for a terminal child, ignored otherwise). Its node ids.")
       .def(
           "set_priors",
-          [](Forest& f, const py::handle& nodes, const py::handle& priors) {
-            auto nd = int_vector(nodes, "nodes");
-            const int64_t* ids = checked_nodes(f, nd);
-            auto p = float_array(priors, "priors", 2);
-            check_rows(p, nd.shape(0), "priors", "nodes");
-            check_columns(p, f.num_actions(), "priors", "one per action");
-            for (py::ssize_t k = 0; k < nd.shape(0); ++k) f.set_priors(ids[k], p.data() + k * f.num_actions());
-          },
+          [](Forest& f, const py::handle& nodes, const py::handle& priors) { set_priors_checked(f, nodes, priors); },
           py::arg("nodes"), py::arg("priors"),
           "Each node's prior from priors float64[K, num_actions]: its legal moves' entries over their sum (uniform when "
           "that is not > 0).")
@@ -349,14 +356,7 @@ void bind_search(py::module_& m) {
            py::arg("num_players"), py::arg("num_actions"), py::arg("c_visit"), py::arg("c_scale"))
       .def(
           "set_priors",
-          [](GumbelForest& f, const py::handle& nodes, const py::handle& priors) {
-            auto nd = int_vector(nodes, "nodes");
-            const int64_t* ids = checked_nodes(f, nd);
-            auto p = float_array(priors, "priors", 2);
-            check_rows(p, nd.shape(0), "priors", "nodes");
-            check_columns(p, f.num_actions(), "priors", "one per action");
-            for (py::ssize_t k = 0; k < nd.shape(0); ++k) f.set_priors(ids[k], p.data() + k * f.num_actions());
-          },
+          [](GumbelForest& f, const py::handle& nodes, const py::handle& priors) { set_priors_checked(f, nodes, priors); },
           py::arg("nodes"), py::arg("priors"), "Each node's prior (as PUCTForest.set_priors) and its logits (log, floored at -60).")
       .def(
           "set_estimates",
@@ -399,20 +399,12 @@ void bind_search(py::module_& m) {
           [](GumbelForest& f, const py::handle& trees) {
             auto t = int_vector(trees, "trees");
             const int64_t* ids = checked_trees(f, t, true);
-            const py::ssize_t n = t.shape(0);
-            check_stage(f, ids, n, Forest::kReady, "select", "has a selected leaf not yet expanded and backed up");
-            for (py::ssize_t k = 0; k < n; ++k) {
+            for (py::ssize_t k = 0; k < t.shape(0); ++k) {
               if (f.active(ids[k]) && !f.considered(ids[k])) {
                 throw py::value_error("select: tree " + std::to_string(ids[k]) + " was not started (call consider first)");
               }
             }
-            py::array_t<int64_t> nodes(n), indices(n), actions(n);
-            py::array_t<int8_t> status(n);
-            for (py::ssize_t k = 0; k < n; ++k) {
-              status.mutable_data()[k] =
-                  f.select(ids[k], nodes.mutable_data() + k, indices.mutable_data() + k, actions.mutable_data() + k);
-            }
-            return py::make_tuple(nodes, indices, actions, status);
+            return select_checked(f, ids, t.shape(0));
           },
           py::arg("trees"), "One simulation's descent per tree, as PUCTForest.select (its move rules Gumbel's).")
       .def(

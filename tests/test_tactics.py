@@ -6,17 +6,13 @@ import numpy as np
 import pytest
 
 import league.games  # noqa: F401  (registers the plug-ins)
-from league.envs import make_env
+from league.cli.eval_games import describe_env
 from league.policy import RandomPolicy
 from league.population.tactics import TACTICS, TacticsTest, tactics_for
 
 
 def _spec(name: str):
-    env = make_env(name)
-    try:
-        return env.spec(env.possible_agents[0])
-    finally:
-        env.close()
+    return describe_env(name, {}, 0)[0]
 
 
 def test_connect_four_registers_its_tactics_and_other_boards_are_refused_by_name():
