@@ -102,8 +102,13 @@ class GumbelForest : public PUCTForest {
     step_[tree] = 0;
   }
 
-  // One simulation's descent of `tree` (see search_tree.h's select); its step advances.
+  // One simulation's descent of `tree` (see search_tree.h's select); its step advances. A
+  // tree with nothing to search, or not started (consider), is idle.
   Status select(int64_t tree, int64_t* node_out, int64_t* index_out, int64_t* action_out) {
+    if (!active(tree) || !considered(tree)) {
+      *node_out = *index_out = *action_out = -1;
+      return kIdle;
+    }
     const int64_t step = step_[tree]++;
     return descend(
         tree, [this, tree, step](int64_t node, bool at_root) { return at_root ? pick_root(tree, step) : pick_interior(node); },
@@ -112,11 +117,11 @@ class GumbelForest : public PUCTForest {
 
   // `tree`'s results: the improved policy and the root visits (num_actions values each, 0 off
   // the legal moves) and the move sequential halving selected (the best score among the
-  // considered moves visited most).
+  // considered moves visited most); zeros and -1 for a tree idle or not started.
   int64_t results(int64_t tree, double* policy, double* visits) {
     std::fill(policy, policy + num_actions_, 0.0);
     std::fill(visits, visits + num_actions_, 0.0);
-    if (!active(tree)) return -1;
+    if (!active(tree) || !considered(tree)) return -1;
     const int64_t root = root_[tree], begin = edge_begin_[root], n = num_legal_[root];
     improved(root, buffer_);
     for (int64_t i = 0; i < n; ++i) {

@@ -75,6 +75,8 @@ def test_openspiel_games_match_the_python_tree(game, kwargs, simulations):
 def test_bad_input_to_the_forest_raises():
     f = GumbelForest(2, 3, 50.0, 1.0)
     trees = f.add_trees([0, -1], [0, 1], [2, 0], [0, 2])
+    # A tree with nothing to search is idle before any search has started (no state read yet).
+    assert f.select(trees[1:])[3].tolist() == [2] and f.results(trees[1:])[1].tolist() == [-1]
     with pytest.raises(ValueError, match="c_visit and c_scale"):
         GumbelForest(2, 3, -1.0, 1.0)
     with pytest.raises(ValueError, match="was not started"):
