@@ -30,9 +30,6 @@ class GumbelForest : public PUCTForest {
   GumbelForest(int num_players, int num_actions, double c_visit, double c_scale)
       : PUCTForest(num_players, num_actions, 0.0), c_visit_(c_visit), c_scale_(c_scale) {}
 
-  double c_visit() const { return c_visit_; }
-  double c_scale() const { return c_scale_; }
-
   // Sequential halving as a schedule (gumbel.py's considered_visit_sequence): the visits a
   // considered root move must have for simulation i to visit it.
   static std::vector<int64_t> visit_sequence(int64_t num_considered, int64_t simulations) {
@@ -59,7 +56,7 @@ class GumbelForest : public PUCTForest {
   // The node's prior (PUCTForest::set_priors) and its logits.
   void set_priors(int64_t node, const double* row) {
     PUCTForest::set_priors(node, row);
-    logit_.resize(static_cast<size_t>(num_edges()), 0.0);
+    sync();
     const int64_t begin = edge_begin_[node];
     for (int64_t i = 0; i < num_legal_[node]; ++i) {
       const double p = std::max(prior_[begin + i], 1e-300);
@@ -69,26 +66,22 @@ class GumbelForest : public PUCTForest {
 
   // The value head's estimate at `node` for its mover.
   void set_estimate(int64_t node, double value) {
-    estimate_.resize(static_cast<size_t>(num_nodes()), 0.0);
+    sync();
     estimate_[node] = value;
   }
   double estimate(int64_t node) const { return node < static_cast<int64_t>(estimate_.size()) ? estimate_[node] : 0.0; }
   double logit(int64_t edge) const { return edge < static_cast<int64_t>(logit_.size()) ? logit_[edge] : 0.0; }
   // Whether `tree`'s search was started (consider).
-  bool considered(int64_t tree) const { return tree < static_cast<int64_t>(schedule_.size()) && !considered_[tree].empty(); }
+  bool considered(int64_t tree) const { return tree < static_cast<int64_t>(roots_.size()) && !roots_[tree].considered.empty(); }
 
   // Starts `tree`'s search (its root's priors set): Gumbel noise `g` (one per legal move), the
   // min(num_considered, legal) largest g + logits considered (ties to the lower move), and the
   // halving schedule of `simulations`.
   void consider(int64_t tree, const double* g, int64_t num_considered, int64_t simulations) {
-    if (static_cast<int64_t>(gumbel_.size()) < num_trees()) {
-      gumbel_.resize(static_cast<size_t>(num_trees()));
-      considered_.resize(static_cast<size_t>(num_trees()));
-      schedule_.resize(static_cast<size_t>(num_trees()));
-      step_.resize(static_cast<size_t>(num_trees()), 0);
-    }
+    sync();
     const int64_t root = root_[tree], begin = edge_begin_[root], n = num_legal_[root];
-    std::vector<double>& noise = gumbel_[tree];
+    RootSearch& search = roots_[tree];
+    std::vector<double>& noise = search.gumbel;
     noise.assign(g, g + n);
     std::vector<int64_t> order(static_cast<size_t>(n));
     std::iota(order.begin(), order.end(), 0);
@@ -96,20 +89,24 @@ class GumbelForest : public PUCTForest {
       return -(noise[a] + logit_[begin + a]) < -(noise[b] + logit_[begin + b]);
     });
     const int64_t m = std::min(num_considered, n);
-    considered_[tree].assign(static_cast<size_t>(n), 0);
-    for (int64_t k = 0; k < m; ++k) considered_[tree][order[k]] = 1;
-    schedule_[tree] = visit_sequence(m, simulations);
-    step_[tree] = 0;
+    search.considered.assign(static_cast<size_t>(n), 0);
+    for (int64_t k = 0; k < m; ++k) search.considered[order[k]] = 1;
+    search.schedule = visit_sequence(m, simulations);
   }
 
-  // One simulation's descent of `tree` (see search_tree.h's select); its step advances. A
-  // tree with nothing to search, or not started (consider), is idle.
+  // One simulation's descent of `tree` (see search_tree.h's select). A tree with nothing to
+  // search, or not started (consider), is idle.
   Status select(int64_t tree, int64_t* node_out, int64_t* index_out, int64_t* action_out) {
     if (!active(tree) || !considered(tree)) {
       *node_out = *index_out = *action_out = -1;
       return kIdle;
     }
-    const int64_t step = step_[tree]++;
+    sync();
+    // Every finished simulation added one visit to one root move, so their sum is this one's index.
+    const int64_t root = root_[tree];
+    double done = 0.0;
+    for (int64_t i = 0; i < num_legal_[root]; ++i) done += count_[edge_begin_[root] + i];
+    const int64_t step = static_cast<int64_t>(done);
     return descend(
         tree, [this, tree, step](int64_t node, bool at_root) { return at_root ? pick_root(tree, step) : pick_interior(node); },
         node_out, index_out, action_out);
@@ -122,7 +119,9 @@ class GumbelForest : public PUCTForest {
     std::fill(policy, policy + num_actions_, 0.0);
     std::fill(visits, visits + num_actions_, 0.0);
     if (!active(tree) || !considered(tree)) return -1;
+    sync();
     const int64_t root = root_[tree], begin = edge_begin_[root], n = num_legal_[root];
+    const std::vector<uint8_t>& considered = roots_[tree].considered;
     improved(root, buffer_);
     for (int64_t i = 0; i < n; ++i) {
       policy[action_[begin + i]] = buffer_[static_cast<size_t>(i)];
@@ -130,15 +129,30 @@ class GumbelForest : public PUCTForest {
     }
     double most = -1.0;
     for (int64_t i = 0; i < n; ++i) {
-      if (considered_[tree][i]) most = std::max(most, count_[begin + i]);
+      if (considered[i]) most = std::max(most, count_[begin + i]);
     }
     std::vector<uint8_t> due(static_cast<size_t>(n), 0);
-    for (int64_t i = 0; i < n; ++i) due[i] = considered_[tree][i] && count_[begin + i] == most;
+    for (int64_t i = 0; i < n; ++i) due[i] = considered[i] && count_[begin + i] == most;
     return action_[begin + best_scored(tree, due)];
   }
 
  private:
   static constexpr double kMinLogit = -60.0;
+
+  // A tree's root search: the Gumbel noise and considered flags per root legal move, the schedule.
+  struct RootSearch {
+    std::vector<double> gumbel;
+    std::vector<uint8_t> considered;
+    std::vector<int64_t> schedule;
+  };
+
+  // Per-node, per-edge and per-tree state sized to the forest (nodes and trees are added by the
+  // base class): a node not evaluated yet reads logits and an estimate of 0, as gumbel.py's did.
+  void sync() {
+    logit_.resize(static_cast<size_t>(num_edges()), 0.0);
+    estimate_.resize(static_cast<size_t>(num_nodes()), 0.0);
+    roots_.resize(static_cast<size_t>(num_trees()));
+  }
 
   // gumbel.py's completed_q at `node`, into `out` (one per legal move).
   void completed_q(int64_t node, std::vector<double>& out) {
@@ -209,7 +223,7 @@ class GumbelForest : public PUCTForest {
     double best_score = 0.0;
     for (int64_t i = 0; i < n; ++i) {
       if (!due[i]) continue;
-      const double score = gumbel_[tree][i] + logit_[begin + i] + scratch_q_[i];
+      const double score = roots_[tree].gumbel[i] + logit_[begin + i] + scratch_q_[i];
       if (best < 0 || score > best_score) {
         best = i;
         best_score = score;
@@ -220,8 +234,8 @@ class GumbelForest : public PUCTForest {
 
   int64_t pick_root(int64_t tree, int64_t step) {
     const int64_t begin = edge_begin_[root_[tree]], n = num_legal_[root_[tree]];
-    const std::vector<uint8_t>& considered = considered_[tree];
-    const std::vector<int64_t>& schedule = schedule_[tree];
+    const std::vector<uint8_t>& considered = roots_[tree].considered;
+    const std::vector<int64_t>& schedule = roots_[tree].schedule;
     const double wanted = step < static_cast<int64_t>(schedule.size()) ? static_cast<double>(schedule[step]) : -1.0;
     std::vector<uint8_t> due(static_cast<size_t>(n), 0);
     bool any = false;
@@ -257,11 +271,7 @@ class GumbelForest : public PUCTForest {
   double c_visit_, c_scale_;
   std::vector<double> logit_;     // per edge
   std::vector<double> estimate_;  // per node
-  // Per tree: the root's Gumbel noise and considered moves (per legal move), its schedule and step.
-  std::vector<std::vector<double>> gumbel_;
-  std::vector<std::vector<uint8_t>> considered_;
-  std::vector<std::vector<int64_t>> schedule_;
-  std::vector<int64_t> step_;
+  std::vector<RootSearch> roots_;   // per tree
   std::vector<double> q_, weights_, scratch_q_, scratch_p_, buffer_;
 };
 

@@ -7,8 +7,8 @@ and every module of the package must belong to a layer. Imports are read with :m
 ``TYPE_CHECKING`` blocks excepted); a name imported from a package counts as an import
 of its submodule when one of that name exists.
 
-The game plug-ins (``league.games``) are imported by no module outside them
-(:data:`GAME_IMPORTERS` is empty: they are loaded by entry point), and circles are looked for with ``TYPE_CHECKING`` imports counted.
+The game plug-ins (``league.games``) are imported by no module outside them (they are
+loaded by entry point), and circles are looked for with ``TYPE_CHECKING`` imports counted.
 
 Usage: ``python scripts/check_imports.py`` (exit status 1 and a list of violations, else 0).
 ``tests/test_import_graph.py`` runs the same check (:func:`violations`) with the tests.
@@ -119,20 +119,17 @@ def graph(type_checking: bool = False) -> dict[str, set[str]]:
     return {name: imports_of(path, modules, type_checking) for name, path in files.items()}
 
 
-#: The package of game plug-ins, and the modules outside it that may import it: none, since
-#: league-eval's tactics became a seam. The core knows no game (plug-ins reach it through
-#: registries, loaded by entry point).
+#: The package of game plug-ins, which no module outside it imports: the core knows no game
+#: (plug-ins reach it through registries, loaded by entry point).
 GAMES = "league.games"
-GAME_IMPORTERS: tuple[str, ...] = ()
 
 
 def game_imports(edges: dict[str, set[str]]) -> list[str]:
-    """Imports of :data:`GAMES` by modules outside it and :data:`GAME_IMPORTERS`."""
-    inside = (GAMES, *GAME_IMPORTERS)
+    """Imports of :data:`GAMES` by modules outside it."""
     return [
         f"{module} imports {target}"
         for module, targets in sorted(edges.items())
-        if not any(module == p or module.startswith(p + ".") for p in inside)
+        if not (module == GAMES or module.startswith(GAMES + "."))
         for target in sorted(targets)
         if target == GAMES or target.startswith(GAMES + ".")
     ]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from gumbel_oracle import gumbel_search as oracle_search
-from test_puct_forest import _hashed_evaluator, _random_positions
+from search_cases import hashed_evaluator, random_positions
 
 from league._core import GumbelForest
 from league.policy import RandomPolicy
@@ -36,8 +36,8 @@ def _assert_same_search(sim, roots, evaluate, simulations, gumbel=True, m=16, se
 @pytest.mark.parametrize("values", [True, False])
 def test_tictactoe_matches_the_python_tree(values, gumbel):
     sim = simulator_for("tictactoe")
-    roots = _random_positions(sim, 6, 6, seed=1)  # a terminal root first; late positions: terminal children
-    out = _assert_same_search(sim, roots, _hashed_evaluator(9, values=values), 32, gumbel, m=4)
+    roots = random_positions(sim, 6, 6, seed=1)  # a terminal root first; late positions: terminal children
+    out = _assert_same_search(sim, roots, hashed_evaluator(9, values=values), 32, gumbel, m=4)
     assert out.actions[0] == -1 and out.visits[0].sum() == 0 and (out.visits[1:].sum(axis=1) == 32).all()
     np.testing.assert_allclose(out.policy[1:].sum(axis=1), 1.0)
 
@@ -45,8 +45,8 @@ def test_tictactoe_matches_the_python_tree(values, gumbel):
 @pytest.mark.parametrize("simulations,m", [(0, 16), (1, 16), (7, 3), (50, 16), (64, 2)])
 def test_connect_four_matches_the_python_tree(simulations, m):
     sim = simulator_for("connect_four")
-    roots = _random_positions(sim, 5, 30, seed=2)
-    _assert_same_search(sim, roots, _hashed_evaluator(7, seed=1), simulations, m=m)
+    roots = random_positions(sim, 5, 30, seed=2)
+    _assert_same_search(sim, roots, hashed_evaluator(7, seed=1), simulations, m=m)
     _assert_same_search(sim, roots[:3], policy_evaluator(RandomPolicy(0)), min(simulations, 16), m=m)  # equal priors: ties
 
 
@@ -57,7 +57,7 @@ def test_connect_four_with_a_network_matches_the_python_tree():
     spec = BoardBatchedEnv("connect_four", 1).agent_spec
     policy = make_algorithm("ppo", spec, {"model": "mlp"}).make_policy(seed=0, learns=False)
     sim = simulator_for("connect_four")
-    _assert_same_search(sim, _random_positions(sim, 4, 20, seed=5), policy_evaluator(policy), 48)
+    _assert_same_search(sim, random_positions(sim, 4, 20, seed=5), policy_evaluator(policy), 48)
 
 
 @pytest.mark.parametrize("game,kwargs,simulations", [
@@ -67,9 +67,9 @@ def test_connect_four_with_a_network_matches_the_python_tree():
 def test_openspiel_games_match_the_python_tree(game, kwargs, simulations):
     pytest.importorskip("pyspiel")
     sim = simulator_for(game, kwargs)
-    roots = _random_positions(sim, 4, 4, seed=3)
-    _assert_same_search(sim, roots, _hashed_evaluator(sim.num_actions, seed=2), simulations)
-    _assert_same_search(sim, roots[:2], _hashed_evaluator(sim.num_actions, seed=2, values=False), 16, gumbel=False)
+    roots = random_positions(sim, 4, 4, seed=3)
+    _assert_same_search(sim, roots, hashed_evaluator(sim.num_actions, seed=2), simulations)
+    _assert_same_search(sim, roots[:2], hashed_evaluator(sim.num_actions, seed=2, values=False), 16, gumbel=False)
 
 
 def test_bad_input_to_the_forest_raises():

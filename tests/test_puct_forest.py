@@ -11,53 +11,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from puct_oracle import puct_visits as oracle_visits
+from search_cases import hashed_evaluator, random_positions
 
 from league._core import PUCT_EXPAND, PUCT_IDLE, PUCT_TERMINAL, PUCTForest
 from league.policy import RandomPolicy
 from league.search import policy_evaluator, puct_visits, simulator_for
 from league.search.puct import _search
-from league.search.simulator import Simulator
-
-
-def _hashed_evaluator(num_actions: int, seed: int = 0, values: bool = True):
-    """A stand-in network, a pure function of the observation: softmax of a fixed random linear
-    map of it (masked), and a tanh value; ``values=False``: no value head (random rollouts)."""
-    rng = np.random.default_rng(seed)
-    weights: dict[int, np.ndarray] = {}
-
-    def evaluate(obs, masks):
-        flat = np.asarray(obs, dtype=np.float64).reshape(len(obs), -1)
-        if flat.shape[1] not in weights:
-            weights[flat.shape[1]] = rng.normal(size=(flat.shape[1], num_actions + 1))
-        out = flat @ weights[flat.shape[1]]
-        logits = np.where(masks > 0, out[:, :num_actions], -np.inf)
-        probs = np.exp(logits - logits.max(axis=1, keepdims=True))
-        probs /= probs.sum(axis=1, keepdims=True)
-        return probs, (np.tanh(out[:, -1] / 4.0) if values else None)
-
-    return evaluate
-
-
-def _random_positions(sim: Simulator, count: int, max_plies: int, seed: int, include_terminal: bool = True) -> list:
-    """Positions of random games, ``max_plies`` deep at most (a terminal one first if asked)."""
-    rng = np.random.default_rng(seed)
-    out = []
-    if include_terminal:
-        state = sim.initial_state()
-        while not sim.is_terminal(state):
-            legal = sim.legal_actions(state)
-            sim.apply(state, legal[int(rng.integers(len(legal)))])
-        out.append(state)
-    while len(out) < count:
-        state = sim.initial_state()
-        for _ in range(int(rng.integers(0, max_plies + 1))):
-            legal = sim.legal_actions(state)
-            sim.apply(state, legal[int(rng.integers(len(legal)))])
-            if sim.is_terminal(state):
-                break
-        if not sim.is_terminal(state):
-            out.append(state)
-    return out
 
 
 def _assert_same_search(sim, roots, evaluate, simulations, noise, c_puct=1.25, seed=3):
@@ -85,16 +44,16 @@ def _assert_same_search(sim, roots, evaluate, simulations, noise, c_puct=1.25, s
 @pytest.mark.parametrize("values", [True, False])
 def test_tictactoe_matches_the_python_tree(values, noise):
     sim = simulator_for("tictactoe")
-    roots = _random_positions(sim, 6, 6, seed=1)  # a terminal root first; late positions: terminal children
-    visits = _assert_same_search(sim, roots, _hashed_evaluator(9, values=values), 120, noise)
+    roots = random_positions(sim, 6, 6, seed=1)  # a terminal root first; late positions: terminal children
+    visits = _assert_same_search(sim, roots, hashed_evaluator(9, values=values), 120, noise)
     assert visits[0].sum() == 0 and (visits[1:].sum(axis=1) == 120).all()
 
 
 @pytest.mark.parametrize("noise", [None, (0.5, 0.4)])
 def test_connect_four_matches_the_python_tree(noise):
     sim = simulator_for("connect_four")
-    roots = _random_positions(sim, 5, 30, seed=2)
-    _assert_same_search(sim, roots, _hashed_evaluator(7, seed=1), 100, noise, c_puct=2.0)
+    roots = random_positions(sim, 5, 30, seed=2)
+    _assert_same_search(sim, roots, hashed_evaluator(7, seed=1), 100, noise, c_puct=2.0)
     _assert_same_search(sim, roots[:3], policy_evaluator(RandomPolicy(0)), 40, noise)  # uniform priors, rollouts: ties
 
 
@@ -105,7 +64,7 @@ def test_connect_four_with_a_network_matches_the_python_tree():
     spec = BoardBatchedEnv("connect_four", 1).agent_spec
     policy = make_algorithm("ppo", spec, {"model": "mlp"}).make_policy(seed=0, learns=False)
     sim = simulator_for("connect_four")
-    _assert_same_search(sim, _random_positions(sim, 4, 20, seed=5), policy_evaluator(policy), 64, (0.5, 0.25))
+    _assert_same_search(sim, random_positions(sim, 4, 20, seed=5), policy_evaluator(policy), 64, (0.5, 0.25))
 
 
 @pytest.mark.parametrize("game,kwargs,simulations", [
@@ -115,9 +74,9 @@ def test_connect_four_with_a_network_matches_the_python_tree():
 def test_openspiel_games_match_the_python_tree(game, kwargs, simulations):
     pytest.importorskip("pyspiel")
     sim = simulator_for(game, kwargs)
-    roots = _random_positions(sim, 4, 4, seed=3)
-    _assert_same_search(sim, roots, _hashed_evaluator(sim.num_actions, seed=2), simulations, (0.3, 0.25))
-    _assert_same_search(sim, roots[:2], _hashed_evaluator(sim.num_actions, seed=2, values=False), 30, None)
+    roots = random_positions(sim, 4, 4, seed=3)
+    _assert_same_search(sim, roots, hashed_evaluator(sim.num_actions, seed=2), simulations, (0.3, 0.25))
+    _assert_same_search(sim, roots[:2], hashed_evaluator(sim.num_actions, seed=2, values=False), 30, None)
 
 
 def test_terminal_children_are_backed_up_by_select():
@@ -210,7 +169,7 @@ def test_batched_board_observations_are_the_per_state_ones(name):
     from league.search.simulator import observations
 
     sim = simulator_for(name)
-    states = _random_positions(sim, 40, 30, seed=4)
+    states = random_positions(sim, 40, 30, seed=4)
     batched = observations(sim, states)
     assert batched.dtype == np.float32
     np.testing.assert_array_equal(batched, np.stack([sim.observation(s) for s in states]))

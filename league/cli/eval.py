@@ -295,10 +295,9 @@ def _seat_names(info: dict[str, Any]) -> list[str]:
     return ["1st", "2nd"] if info.get("turn_based") else list(info.get("seats") or [])
 
 
-def _cell_width(column: str, rows: list[list[str]], i: int, wrap: bool) -> int:
-    """Characters column ``i`` takes without cutting a value: its values, and its header in full or
-    (``wrap``) its longest word."""
-    return max([len(row[i]) for row in rows] + [len(w) for w in (column.split() if wrap else [column])])
+def _cell_width(column: str, rows: list[list[str]], i: int) -> int:
+    """Characters column ``i`` takes without cutting a value: its values and its header's longest word."""
+    return max([len(row[i]) for row in rows] + [len(w) for w in column.split()])
 
 
 def _table(columns: list[str], rows: list[list[str]], caption: str | None, wrap: bool = False) -> Any:
@@ -308,7 +307,7 @@ def _table(columns: list[str], rows: list[list[str]], caption: str | None, wrap:
 
     table = Table(caption=caption)
     for i, column in enumerate(columns):
-        width = _cell_width(column, rows, i, wrap=True)
+        width = _cell_width(column, rows, i)
         left = column in ("policy", "opponent")
         table.add_column(column, justify="left" if left else "right", no_wrap=left, min_width=width,
                          width=width if wrap else None)  # fmt: skip
@@ -325,7 +324,7 @@ def _column_groups(columns: list[str], rows: list[list[str]], width: int, keys: 
     Rich does not shrink a column below its values (``_table``), so a table wider than the
     console was cut at its edge: three seats' results at 80 columns lost their last columns.
     """
-    cell = [3 + _cell_width(c, rows, i, wrap=True) for i, c in enumerate(columns)]  # padding and border
+    cell = [3 + _cell_width(c, rows, i) for i, c in enumerate(columns)]  # padding and border
     if 1 + sum(cell) <= width:
         return [list(range(len(columns)))]
     base = 1 + sum(cell[:keys])
