@@ -70,6 +70,7 @@ def play_both(game: str, kwargs: dict, num_envs: int = 6, steps: int = 250, plie
     ("othello", {"observation": "observation"}),
     ("clobber", {"observation": "observation"}),
     ("mnk", {"m": 5, "n": 5, "k": 4, "observation": "observation"}),
+    ("pentago", {}),                          # 288 moves (a cell and a quadrant turn)
     ("kuhn_poker", {}),                       # chance deals, information-state tensor
     ("liars_dice", {}),
     ("goofspiel", {"num_cards": 4, "observation": "observation"}),  # simultaneous, turn-based conversion

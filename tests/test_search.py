@@ -61,7 +61,12 @@ def test_board_simulators_agree_with_the_cpp_envs(name):
         env.close()
 
 
-@pytest.mark.parametrize("game,kwargs", [("tic_tac_toe", {}), ("hex", {"board_size": 5})])
+# The search's observations are the training env's on every game issue 37 tunes on (the
+# batched env is checked against these copies in tests/test_openspiel_batched.py).
+@pytest.mark.parametrize("game,kwargs", [
+    ("tic_tac_toe", {}), ("hex", {"board_size": 5}), ("pentago", {}), ("clobber", {}), ("othello", {}),
+    ("mnk", {"m": 7, "n": 7, "k": 4}),
+])
 def test_openspiel_simulator_matches_the_env(game, kwargs):
     env = make_env(f"openspiel:{game}", **kwargs)
     try:
