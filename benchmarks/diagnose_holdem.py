@@ -2,7 +2,9 @@
 
 Plays ``--hands`` hands of PettingZoo's limit Hold'em (the checkpoint's number of players): the
 checkpoint's first learning policy in one seat, turning round the table hand by hand, the rule
-player (:mod:`league.games.poker.holdem_rules`) in every other seat. Prints the chips a hand the
+player (:mod:`league.games.poker.holdem_rules`) in every other seat, or with ``--opponent`` one
+of two more styles: ``station`` (checks or calls, never raises or folds) or ``maniac`` (raises
+whenever it may, else calls). Prints the chips a hand the
 policy won (big blinds, with its standard error), then the share of each action it chose by
 street, by whether it faced a raise, and by the best hand among the cards it saw (preflop: the two
 cards; later: high card, a pair, or better). A policy that reads its cards raises better hands
@@ -16,7 +18,7 @@ policies by how they exploit it; head to head ranks them by how they play each o
 
 Usage::
 
-    python benchmarks/diagnose_holdem.py RUN_OR_CHECKPOINT [--hands 2000] [--greedy] [--seed 0]
+    python benchmarks/diagnose_holdem.py RUN_OR_CHECKPOINT [--hands 2000] [--greedy] [--seed 0] [--opponent maniac]
     python benchmarks/diagnose_holdem.py RUN_OR_CHECKPOINT --versus OTHER_RUN [--hands 2000]
 """
 
@@ -32,17 +34,29 @@ from bench_search_play import _policy  # the checkpoint's first learning policy 
 
 STREETS = {2: "preflop", 5: "flop", 6: "turn", 7: "river"}  # cards seen -> betting round
 CLASSES = ("preflop", "high card", "pair", "better")
+OPPONENTS = ("holdem_rules", "station", "maniac")
 
 
-def profile(checkpoint: str, hands: int, greedy: bool = False, seed: int = 0) -> dict:
-    """Chips a hand against the rule player and the action shares described above."""
+def _scripted(kind: str, seed: int):
+    """``act(obs, mask) -> action`` of the scripted style ``kind`` (one of :data:`OPPONENTS`)."""
+    from league.games.poker.holdem_rules import CALL, CHECK, RAISE, HoldemRulesPlayer
+
+    if kind == "holdem_rules":
+        rules = HoldemRulesPlayer(seed=seed)
+        return lambda obs, mask: int(rules.compute_actions(obs, mask, explore=False)["actions"][0])
+    order = {"station": (CHECK, CALL), "maniac": (RAISE, CALL, CHECK)}[kind]
+    return lambda obs, mask: next(a for a in order if mask[0, a])
+
+
+def profile(checkpoint: str, hands: int, greedy: bool = False, seed: int = 0, opponent: str = "holdem_rules") -> dict:
+    """Chips a hand against ``opponent`` in every other seat and the action shares described above."""
     from pettingzoo.classic import texas_holdem_v4
 
-    from league.games.poker.holdem_rules import CALL, HoldemRulesPlayer, _cards, hand_categories
+    from league.games.poker.holdem_rules import CALL, _cards, hand_categories
 
     policy, env_cfg = _policy(checkpoint)
     players = int((env_cfg.get("kwargs") or {}).get("num_players", 2))
-    rules = HoldemRulesPlayer(seed=seed)
+    scripted = _scripted(opponent, seed)
     counts: dict[tuple[str, str, str], np.ndarray] = defaultdict(lambda: np.zeros(4))
     env = texas_holdem_v4.env(num_players=players)
     chips = np.zeros(hands)
@@ -59,7 +73,7 @@ def profile(checkpoint: str, hands: int, greedy: bool = False, seed: int = 0) ->
             seen = env.observe(agent)
             obs, mask = seen["observation"].astype(np.float32)[None], seen["action_mask"].astype(np.int8)[None]
             if agent != me:
-                env.step(int(rules.compute_actions(obs, mask, explore=False)["actions"][0]))
+                env.step(scripted(obs, mask))
                 continue
             action = int(policy.compute_actions(obs, mask, explore=not greedy)["actions"][0])
             cards = _cards(obs)
@@ -69,7 +83,7 @@ def profile(checkpoint: str, hands: int, greedy: bool = False, seed: int = 0) ->
             env.step(action)
     shares = {" / ".join(k): {"n": int(v.sum()), **dict(zip(("call", "raise", "fold", "check"), np.round(v / v.sum(), 3).tolist()))}
               for k, v in sorted(counts.items(), key=lambda kv: (list(STREETS.values()).index(kv[0][0]), kv[0][1], CLASSES.index(kv[0][2])))}
-    return {"checkpoint": checkpoint, "players": players, "hands": hands, "greedy": greedy,
+    return {"checkpoint": checkpoint, "opponent": opponent, "players": players, "hands": hands, "greedy": greedy,
             "chips_a_hand": round(float(chips.mean()), 4), "standard_error": round(float(chips.std() / np.sqrt(hands)), 4),
             "shares": shares}
 
@@ -112,6 +126,7 @@ def main() -> None:
     parser.add_argument("--hands", type=int, default=2000)
     parser.add_argument("--greedy", action="store_true", help="the policy's most likely action (default: sampled, as trained)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--opponent", choices=OPPONENTS, default="holdem_rules", help="the scripted style in every other seat")
     parser.add_argument("--versus", default=None, help="a second two-player checkpoint: play it head to head instead")
     args = parser.parse_args()
     if args.versus:
@@ -120,8 +135,8 @@ def main() -> None:
               f"{args.versus} (standard error {out['standard_error']:.3f})")
         print(json.dumps(out))
         return
-    out = profile(args.checkpoint, args.hands, args.greedy, args.seed)
-    print(f"{out['players']} players, {out['hands']} hands: {out['chips_a_hand']:+.3f} chips a hand against holdem_rules "
+    out = profile(args.checkpoint, args.hands, args.greedy, args.seed, args.opponent)
+    print(f"{out['players']} players, {out['hands']} hands: {out['chips_a_hand']:+.3f} chips a hand against {args.opponent} "
           f"(standard error {out['standard_error']:.3f})")
     print(f"{'street / facing / best hand':<52} {'n':>6} {'call':>6} {'raise':>6} {'fold':>6} {'check':>6}")
     for key, row in out["shares"].items():
