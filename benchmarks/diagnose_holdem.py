@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections import defaultdict
+from collections.abc import Callable
 
 import numpy as np
 
@@ -37,7 +38,7 @@ CLASSES = ("preflop", "high card", "pair", "better")
 OPPONENTS = ("holdem_rules", "station", "maniac")
 
 
-def _scripted(kind: str, seed: int):
+def _scripted(kind: str, seed: int) -> Callable[[np.ndarray, np.ndarray], int]:
     """``act(obs, mask) -> action`` of the scripted style ``kind`` (one of :data:`OPPONENTS`)."""
     from league.games.poker.holdem_rules import CALL, CHECK, RAISE, HoldemRulesPlayer
 
