@@ -243,14 +243,21 @@ def _check_eval(cfg: RunConfig, spec: Any) -> None:
             "(stop.return_mean=<return>)"
         )
     if cfg.eval.yardstick is not None:
-        from league.population.scripted import scripted_factory
+        from league.population.scripted import scripted_factory, scripted_members
 
         if cfg.eval.yardstick == "random":
             raise ValueError("eval.yardstick 'random' is already eval.opponent; name a scripted player (negamax) or null")
         try:
-            scripted_factory(cfg.eval.yardstick, spec, cfg.league.negamax_depth, setting="eval.yardstick")
+            members = scripted_members(cfg.eval.yardstick)
+            for member in members:
+                scripted_factory(member, spec, cfg.league.negamax_depth, setting="eval.yardstick")
         except (KeyError, ValueError) as err:
             raise ValueError(f"eval.yardstick '{cfg.eval.yardstick}' cannot play env '{cfg.env.name}': {err}; set eval.yardstick=null") from err
+        if len(members) > 1 and cfg.env.groups:
+            raise ValueError(
+                f"eval.yardstick '{cfg.eval.yardstick}' is a mix of {list(members)}, drawn per seat, which a league of sides "
+                f"(env.groups) cannot seat; name one of its players (eval.yardstick={members[0]}) or null"
+            )
 
 
 def _check_algorithm(name: str, spec: Any, params: dict[str, Any]) -> None:

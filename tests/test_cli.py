@@ -167,9 +167,11 @@ def test_league_eval_plays_each_opening_from_both_seats(checkpoint, tmp_path, ca
 
 def test_league_eval_reports_holdems_chips_beside_its_hands_won(tmp_path_factory, tmp_path, capsys):
     checkpoint = _tiny_checkpoint(tmp_path_factory, "texas_holdem")
-    result = _eval_json(checkpoint, tmp_path, "opponents=[random,holdem_rules]", "episodes=40", "num_envs=4")
+    # holdem_styles, the run's yardstick, is a mix: it is played as each of its three players.
+    result = _eval_json(checkpoint, tmp_path, "opponents=[random,holdem_styles]", "episodes=40", "num_envs=4")
     printed = capsys.readouterr().out
     assert "mean" in printed and "return" in printed
+    assert [r["opponent"] for r in result["results"]] == ["random", "holdem_rules", "holdem_station", "holdem_maniac"]
     for r in result["results"]:
         assert r["wins"] + r["draws"] + r["losses"] == 40 and isinstance(r["mean_return"], float)
 

@@ -85,13 +85,13 @@ def test_it_plays_the_env_and_only_this_game():
 def test_the_preset_evaluates_against_it_whatever_the_name_or_players():
     for name in ("texas_holdem", "pettingzoo.classic.texas_holdem_v4"):
         preset = resolve_preset("auto", name, {"num_players": 3})
-        assert preset is not None and preset.values["eval"] == {"yardstick": "holdem_rules", "metric": "return"}
+        assert preset is not None and preset.values["eval"] == {"yardstick": "holdem_styles", "metric": "return"}
 
 
-def test_a_three_player_run_reports_its_chips_against_the_rule_player(tmp_path):
+def test_a_three_player_run_reports_its_chips_against_the_styles(tmp_path):
     """Named by the env alone (the README's example), the run's headline is the chips a hand won
-    against holdem_rules on the other two seats; its win rate there and the random player's
-    figures stay in the summary."""
+    against holdem_styles (a style drawn for each of the other two seats); its win rate there and
+    the random player's figures stay in the summary."""
     from league.cli.train import composed_values, run_job
 
     short = [
@@ -103,7 +103,7 @@ def test_a_three_player_run_reports_its_chips_against_the_rule_player(tmp_path):
     values = composed_values(["env.name=pettingzoo.classic.texas_holdem_v4", "+env.kwargs.num_players=3", *short])
     summary = run_job(values, str(tmp_path))
     head = summary["headline"]
-    assert (head["metric"], head["opponent"]) == ("return", "holdem_rules")
+    assert (head["metric"], head["opponent"]) == ("return", "holdem_styles")
     assert head["sides"] == summary["yardstick"]["return"] and set(head["sides"]) == {"main"}
     assert head["value"] == head["sides"]["main"] and summary["final_metric"] == head["value"]
     assert all((12 * r).is_integer() for r in summary["yardstick"]["win_rate"].values())  # a share of 12 hands

@@ -10,7 +10,8 @@ Arguments are ``key=value`` pairs (lists in brackets, as in Hydra overrides):
 
 - ``checkpoint`` (required): a checkpoint directory, or a run directory (its latest one);
 - ``opponents`` (default ``[random]``): ``random``; ``negamax`` (connect four, search depth
-  ``depth``); ``minimax`` (tic-tac-toe); ``mcts`` (below); or any policy id stored in the checkpoint (a
+  ``depth``); ``minimax`` (tic-tac-toe); ``mcts`` (below); any other scripted player, a mix of them
+  (``holdem_styles``: each of its players in turn); or any policy id stored in the checkpoint (a
   snapshot such as ``main@v3``, another learning policy);
 - ``policies`` (default: the checkpoint's learning policies): who plays the opponents;
 - ``meta_strategy``, as a policy or an opponent: the league's meta-strategy, the mixture of
@@ -68,7 +69,7 @@ from typing import TYPE_CHECKING, Any
 
 from league.cli.eval_meta import META_STRATEGY, meta_strategy_player
 from league.population.payoff import OUTCOMES, is_outcome
-from league.population.scripted import SCRIPTED_PLAYERS, scripted_factory, scripted_player_names
+from league.population.scripted import SCRIPTED_PLAYERS, scripted_factory, scripted_members, scripted_player_names
 from league.population.tactics import TACTICS, tactics_for
 
 if TYPE_CHECKING:
@@ -156,6 +157,8 @@ def parse_args(argv: Sequence[str]) -> EvalArgs:
             setattr(args, name, [value])
         elif value is not None and (not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value)):
             raise ValueError(f"{name} must be a non-empty list of names, got {value!r}")
+    # A scripted mix (a run's yardstick) is played as its players, each with its own figures.
+    args.opponents = list(dict.fromkeys(m for o in args.opponents for m in scripted_members(o)))
     for name, low in (("episodes", 1), ("num_envs", 1), ("depth", 1), ("opening_plies", 0), ("search", 0), ("mcts_simulations", 1)):
         value = getattr(args, name)
         if not isinstance(value, int) or isinstance(value, bool) or value < low:

@@ -74,12 +74,13 @@ class TrainingLeague(ABC):
         policy's learner state at its creation (``Learner.get_state``)."""
         self.samplers = list(samplers)
 
-    def evaluation_source(self, policy_id: str, opponent: str) -> MatchupSource:
+    def evaluation_source(self, policy_id: str, opponent: str, members: Sequence[str] = ()) -> MatchupSource:
         """The matchups of ``policy_id``'s evaluation games against ``opponent``: one seat at
-        random, ``opponent`` on the others (a league of sides puts it on its own side's seats)."""
+        random, ``opponent`` on the others (a league of sides puts it on its own side's seats).
+        ``members``: ``opponent`` is a mix of these players, one drawn for each other seat."""
         from league.sampling.matchups import OpponentSampling
 
-        return OpponentSampling(policy_id, {opponent: 1.0})
+        return OpponentSampling(policy_id, {m: 1.0 for m in (members or (opponent,))})
 
     def teammates(self, policy_id: str) -> list[str]:
         """The learning policies that :meth:`teammates_source` seats with ``policy_id`` (itself

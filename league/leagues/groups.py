@@ -176,9 +176,11 @@ class GroupLeague(TrainingLeague):
         }
         return GroupMatchups(self.groups, self.learners(), opponents)
 
-    def evaluation_source(self, policy_id: str, opponent: str) -> MatchupSource:
+    def evaluation_source(self, policy_id: str, opponent: str, members: Sequence[str] = ()) -> MatchupSource:
         """``policy_id`` on every seat of its group, ``opponent`` (its id for each group, where it
-        is a fixed member) on every other seat."""
+        is a fixed member) on every other seat; a mix (``members``) cannot be seated by side."""
+        if len(members) > 1:
+            raise ValueError(f"a league of sides seats one opponent per side; '{opponent}' is a mix of {list(members)}")
         mine = self.policy_groups[policy_id]
         frozen = self.frozen_policies()
 

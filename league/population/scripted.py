@@ -4,7 +4,10 @@ A game plug-in (``league/games/``) registers its scripted players by name in
 :data:`SCRIPTED_PLAYERS` (connect four's ``negamax``, tic-tac-toe's ``minimax``); league
 configs (``league.fixed_opponents``, ``league.scripted``) and ``league-eval opponents=``
 name them, and :func:`scripted_factory` builds one for an agent's spec. ``random`` (the
-uniform legal move) is every game's and needs no plug-in.
+uniform legal move) is every game's and needs no plug-in. A plug-in may also register a *mix*
+in :data:`SCRIPTED_MIXES`: a yardstick (``eval.yardstick``) of several scripted players, one
+drawn for each seat of each evaluation game, so the figure against it is the mean over their
+styles (one style is exploitable in ways that say nothing of strength: limit Hold'em's).
 
 :class:`BoardSearchPolicy` is the base of players that score each legal move of a batch of
 positions and play the best: with ``explore=True`` ties between equally good moves are
@@ -26,8 +29,8 @@ from league.envs.base import AgentSpec
 from league.policy import Policy, PolicyFactory, RandomPolicyFactory
 from league.registry import Registry
 
-__all__ = ["BoardSearchPolicy", "SCRIPTED_PLAYERS", "ScriptedFactory", "ScriptedMaker", "UNSCORED", "check_board_shape", "scripted_factory",
-           "scripted_player_names"]
+__all__ = ["BoardSearchPolicy", "SCRIPTED_MIXES", "SCRIPTED_PLAYERS", "ScriptedFactory", "ScriptedMaker", "UNSCORED", "check_board_shape",
+           "scripted_factory", "scripted_members", "scripted_player_names"]
 
 #: Score of a move that is illegal or unplayable (below every real score).
 UNSCORED = np.iinfo(np.int64).min
@@ -153,6 +156,15 @@ class ScriptedMaker(Protocol):
 
 #: Scripted players by name (``random`` is built in, not registered).
 SCRIPTED_PLAYERS: Registry[ScriptedMaker] = Registry("scripted player")
+
+
+#: Yardsticks of several scripted players by name: the players' names, one drawn per seat and game.
+SCRIPTED_MIXES: Registry[tuple[str, ...]] = Registry("scripted mix")
+
+
+def scripted_members(name: str) -> tuple[str, ...]:
+    """The scripted players ``name`` stands for: a registered mix's members, else ``(name,)``."""
+    return SCRIPTED_MIXES.get(name, "scripted mix") if name in SCRIPTED_MIXES else (name,)
 
 
 def scripted_player_names() -> list[str]:

@@ -25,7 +25,7 @@ from league.runtime.recovery import on_sampler_restart
 from league.learn import Learner, LearnerGroup
 from league.leagues import TrainingLeague
 from league.policy import PolicyFactory, RandomPolicyFactory
-from league.population.scripted import scripted_factory
+from league.population.scripted import scripted_factory, scripted_members
 from league.resume import sampler_seed
 from league.runtime.faces import (
     InferenceFace,
@@ -192,11 +192,11 @@ def _random_factory(algorithms: Mapping[str, Algorithm]) -> RandomPolicyFactory:
 
 
 def _yardstick(cfg: RunConfig, algorithms: Mapping[str, Algorithm]) -> dict[str, PolicyFactory]:
-    """``eval.yardstick``'s scripted player, by its name ({} without one)."""
+    """``eval.yardstick``'s scripted players (a mix's members), by name ({} without one)."""
     if cfg.eval.yardstick is None:
         return {}
     spec = next(a.agent_spec for a in algorithms.values())
-    return {cfg.eval.yardstick: scripted_factory(cfg.eval.yardstick, spec, cfg.league.negamax_depth, setting="eval.yardstick")}
+    return {m: scripted_factory(m, spec, cfg.league.negamax_depth, setting="eval.yardstick") for m in scripted_members(cfg.eval.yardstick)}
 
 
 def make_samplers(cfg: RunConfig, iteration: int, algorithms: Mapping[str, Algorithm], league: TrainingLeague) -> list[SamplerHandle]:

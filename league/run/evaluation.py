@@ -21,6 +21,7 @@ from league.run.headline import TEAMMATES
 from league.runtime.actors import Pending, is_ray_actor, resolve, resolve_lenient, submit
 from league.runtime.faces import SamplerFace, SamplerHandle
 from league.leagues import TrainingLeague
+from league.population.scripted import scripted_members
 from league.sampling import MatchupBatch, MatchupSource, OpponentSampling
 
 #: Iterations in a row without a finished training episode before a warning says why.
@@ -235,7 +236,8 @@ class EvaluationRounds:
         for pid in league.learning:
             for opponent in opponents:
                 if opponent != TEAMMATES:
-                    planned.append((pid, opponent, league.evaluation_source(pid, opponent)))
+                    members = scripted_members(opponent) if opponent == self.yardstick else ()
+                    planned.append((pid, opponent, league.evaluation_source(pid, opponent, members)))
                 elif pid not in teamed:  # one set of games per team: its members' figures are the team's
                     teamed |= set(league.teammates(pid))
                     planned.append((pid, opponent, league.teammates_source(pid)))

@@ -171,7 +171,8 @@ class EvalConfig:
     opponent: str = "random"
     # A scripted player (league.population.scripted.SCRIPTED_PLAYERS, at league.negamax_depth)
     # every learning policy also plays each round: the win-rate headline's opponent, where a
-    # game's preset declares one (connect four: negamax). null: none (the opponent above).
+    # game's preset declares one (connect four: negamax), or a mix of them (SCRIPTED_MIXES: one
+    # drawn per seat and game; limit Hold'em: holdem_styles). null: none (the opponent above).
     yardstick: str | None = None
     # The game's shape (league.run.headline): auto (from the agents, env.groups and the rewards
     # paid: every agent alike is coop, returns summing to a constant zero_sum, else

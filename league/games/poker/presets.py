@@ -60,11 +60,14 @@ LEDUC = Preset(
 TEXAS_HOLDEM = Preset(
     name="texas_holdem",
     envs=("texas_holdem", "pettingzoo.classic.texas_holdem_v4", "pettingzoo.classic.rlcard_envs.texas_holdem"),
-    about="limit Texas Hold'em (any number of players): the headline is the chips a hand won against holdem_rules",
+    about="limit Texas Hold'em (any number of players): the headline is the chips a hand won against holdem_styles",
     # Its win rate against the uniform-random player is near 1 from the first minutes (three
     # players, 540 s: 0.986 -> 0.959, first -> last quarter), so the progress line and the
-    # headline read the rule player's games instead (league.games.poker.holdem_rules), and in
+    # headline read scripted players' games instead (league.games.poker.holdem_styles), and in
     # chips, not hands won: a hand is won by whoever is left, so the uniform-random player
     # "wins" 44% of three-player hands against two rule players while losing 0.56 chips a hand.
-    values={"eval": {"yardstick": "holdem_rules", "metric": "return"}},
+    # One style alone ranked heads-up policies against head-to-head play (the rule player folds
+    # to raises, so raising with any cards scores against it), so the yardstick is the mix of
+    # three styles, one drawn per seat and hand (league.games.poker.holdem_styles).
+    values={"eval": {"yardstick": "holdem_styles", "metric": "return"}},
 )
