@@ -3,8 +3,8 @@
 Plays ``--hands`` hands of PettingZoo's limit Hold'em (the checkpoint's number of players): the
 checkpoint's first learning policy in one seat, turning round the table hand by hand, the rule
 player (:mod:`league.games.poker.holdem_rules`) in every other seat, or with ``--opponent`` one
-of two more styles: ``station`` (checks or calls, never raises or folds) or ``maniac`` (raises
-whenever it may, else calls). Prints the chips a hand the
+of the two other styles of :mod:`league.games.poker.holdem_styles`: ``holdem_station`` (checks or
+calls, never raises or folds) or ``holdem_maniac`` (raises whenever it may, else calls). Prints the chips a hand the
 policy won (big blinds, with its standard error), then the share of each action it chose by
 street, by whether it faced a raise, and by the best hand among the cards it saw (preflop: the two
 cards; later: high card, a pair, or better). A policy that reads its cards raises better hands
@@ -18,7 +18,7 @@ policies by how they exploit it; head to head ranks them by how they play each o
 
 Usage::
 
-    python benchmarks/diagnose_holdem.py RUN_OR_CHECKPOINT [--hands 2000] [--greedy] [--seed 0] [--opponent maniac]
+    python benchmarks/diagnose_holdem.py RUN_OR_CHECKPOINT [--hands 2000] [--greedy] [--seed 0] [--opponent holdem_maniac]
     python benchmarks/diagnose_holdem.py RUN_OR_CHECKPOINT --versus OTHER_RUN [--hands 2000]
 """
 
@@ -35,18 +35,19 @@ from bench_search_play import _policy  # the checkpoint's first learning policy 
 
 STREETS = {2: "preflop", 5: "flop", 6: "turn", 7: "river"}  # cards seen -> betting round
 CLASSES = ("preflop", "high card", "pair", "better")
-OPPONENTS = ("holdem_rules", "station", "maniac")
+OPPONENTS = ("holdem_rules", "holdem_station", "holdem_maniac")  # league.games.poker.holdem_styles.HOLDEM_STYLES
 
 
-def _scripted(kind: str, seed: int) -> Callable[[np.ndarray, np.ndarray], int]:
-    """``act(obs, mask) -> action`` of the scripted style ``kind`` (one of :data:`OPPONENTS`)."""
-    from league.games.poker.holdem_rules import CALL, CHECK, RAISE, HoldemRulesPlayer
+def _scripted(name: str, seed: int) -> Callable[[np.ndarray, np.ndarray], int]:
+    """``act(obs, mask) -> action`` of the scripted player ``name`` (one of :data:`OPPONENTS`)."""
+    import league.games  # noqa: F401  (registers the poker plug-in's players)
+    from league.envs.base import AgentSpec
+    from league.games.poker.holdem_rules import HoldemRulesPlayer
+    from league.population.scripted import scripted_factory
 
-    if kind == "holdem_rules":
-        rules = HoldemRulesPlayer(seed=seed)
-        return lambda obs, mask: int(rules.compute_actions(obs, mask, explore=False)["actions"][0])
-    order = {"station": (CHECK, CALL), "maniac": (RAISE, CALL, CHECK)}[kind]
-    return lambda obs, mask: next(a for a in order if mask[0, a])
+    spec = AgentSpec(HoldemRulesPlayer.obs_shape, HoldemRulesPlayer.num_actions, True)
+    player = scripted_factory(name, spec).make_policy(seed=seed)
+    return lambda obs, mask: int(player.compute_actions(obs, mask, explore=False)["actions"][0])
 
 
 def profile(checkpoint: str, hands: int, greedy: bool = False, seed: int = 0, opponent: str = "holdem_rules") -> dict:
