@@ -161,10 +161,14 @@ class Trainer:
 
     def evaluate(self, episodes: int = 200, opponents: Sequence[str] = (EVAL_OPPONENT,)) -> dict[str, dict[str, float]]:
         """Greedy win rate of every learning policy against each of ``opponents`` (the fixed
-        evaluation opponent or fixed members), ``episodes`` games each, seats at random."""
+        evaluation opponent, fixed members or the yardstick, a mix included: one of its players
+        drawn per seat), ``episodes`` games each, seats at random."""
+        from league.population.scripted import scripted_members
+
         run = self.run
         source = run.league.evaluation_source
-        return {pid: {opp: win_rate(run.samplers, pid, opp, episodes, source(pid, opp)) for opp in opponents} for pid in run.learning}
+        return {pid: {opp: win_rate(run.samplers, pid, opp, episodes, source(pid, opp, scripted_members(opp))) for opp in opponents}
+                for pid in run.learning}
 
     def save(self, name: str = "final") -> Path:
         """Write checkpoint ``name`` now (:meth:`~league.run.checkpointer.Checkpointer.save`); returns its directory."""

@@ -79,3 +79,17 @@ def test_league_eval_plays_a_mix_as_its_players():
     from league.cli.eval import parse_args
 
     assert parse_args(["checkpoint=x", "opponents=[random,holdem_styles,holdem_rules]"]).opponents == ["random", *STYLES]
+
+
+def test_the_python_api_evaluates_against_the_mix_and_its_players(tmp_path):
+    import league
+    from league.algos import PPOConfig
+
+    trainer = league.Trainer("texas_holdem", policies={"main": PPOConfig(train_batch_size=128, minibatch_size=64, num_epochs=1)},
+                             run_dir=tmp_path, iteration={"min_env_steps": 128}, sampler={"num_envs": 4, "fragment_length": 16})  # fmt: skip
+    try:
+        rates = trainer.evaluate(episodes=12, opponents=["holdem_styles", "holdem_maniac", "random"])
+        assert set(rates) == {"main"} and set(rates["main"]) == {"holdem_styles", "holdem_maniac", "random"}
+        assert all(0.0 <= r <= 1.0 and (12 * r).is_integer() for r in rates["main"].values())
+    finally:
+        trainer.close()
