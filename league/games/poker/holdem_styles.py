@@ -8,8 +8,8 @@ Neither reads its cards. One style alone is a poor yardstick: heads-up, the tigh
 folds everything weaker than a pair of tens to a raise, so raising with any cards scores
 against it, and it ranked six policies against how they play each other (the one that beat every
 other scored lowest against it; benchmarks/README.md, Hold'em). The mean over the three styles
-orders them as head-to-head play does: the maniac punishes folding too much, the station
-bluffing, the rule player calling its strong hands down.
+orders five of the six as head-to-head play does (the sixth within its noise): the maniac
+punishes folding too much, the station bluffing, the rule player calling its strong hands down.
 """
 
 from __future__ import annotations
