@@ -33,7 +33,7 @@ from league.progress import NoProgress, ProgressReporter, make_progress
 from league.run import build
 from league.run.budget import Budget
 from league.run.checkpointer import Checkpointer
-from league.run.evaluation import win_rate
+from league.run.evaluation import mix_source, win_rate
 from league.run.records import RunClock
 from league.run.state import Run, RunPart, build_run
 from league.runtime.faces import PlanFace, SamplerHandle
@@ -163,11 +163,8 @@ class Trainer:
         """Greedy win rate of every learning policy against each of ``opponents`` (the fixed
         evaluation opponent, fixed members or the yardstick, a mix included: one of its players
         drawn per seat), ``episodes`` games each, seats at random."""
-        from league.population.scripted import scripted_members
-
         run = self.run
-        source = run.league.evaluation_source
-        return {pid: {opp: win_rate(run.samplers, pid, opp, episodes, source(pid, opp, scripted_members(opp))) for opp in opponents}
+        return {pid: {opp: win_rate(run.samplers, pid, opp, episodes, mix_source(run.league, pid, opp)) for opp in opponents}
                 for pid in run.learning}
 
     def save(self, name: str = "final") -> Path:

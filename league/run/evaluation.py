@@ -30,7 +30,7 @@ QUIET_ITERATIONS_WARNING = 4
 #: iterations fit in them (one iteration of an image env can take minutes).
 QUIET_SECONDS_WARNING = 60.0
 
-__all__ = ["EpisodeFeed", "EvaluationRounds", "win_rate", "wins_of", "mean_return_of", "median_return_of"]
+__all__ = ["EpisodeFeed", "EvaluationRounds", "mix_source", "win_rate", "wins_of", "mean_return_of", "median_return_of"]
 
 
 def wins_of(policy_id: str, episodes: Sequence[Mapping[str, Any]]) -> float:
@@ -60,6 +60,14 @@ def median_return_of(policy_id: str, episodes: Sequence[Mapping[str, Any]]) -> f
     None without a seat; unlike the mean, a few outlier episodes barely move it."""
     per_episode = _returns_of(policy_id, episodes)
     return float(statistics.median(per_episode)) if per_episode else None
+
+
+def mix_source(league: TrainingLeague, policy_id: str, opponent: str) -> MatchupSource:
+    """``league``'s evaluation matchups of ``policy_id`` against ``opponent``, a scripted mix's
+    players drawn per seat where it is one (a league that never meets a mix keeps the two-argument
+    :meth:`~league.leagues.TrainingLeague.evaluation_source`)."""
+    members = scripted_members(opponent)
+    return league.evaluation_source(policy_id, opponent, members) if len(members) > 1 else league.evaluation_source(policy_id, opponent)
 
 
 def win_rate(samplers: Sequence[SamplerHandle], policy_id: str, opponent: str, episodes: int, matchups: MatchupSource | None = None) -> float:
@@ -236,8 +244,8 @@ class EvaluationRounds:
         for pid in league.learning:
             for opponent in opponents:
                 if opponent != TEAMMATES:
-                    members = scripted_members(opponent) if opponent == self.yardstick else ()
-                    planned.append((pid, opponent, league.evaluation_source(pid, opponent, members)))
+                    planned.append((pid, opponent, mix_source(league, pid, opponent) if opponent == self.yardstick else
+                                    league.evaluation_source(pid, opponent)))
                 elif pid not in teamed:  # one set of games per team: its members' figures are the team's
                     teamed |= set(league.teammates(pid))
                     planned.append((pid, opponent, league.teammates_source(pid)))
