@@ -244,8 +244,7 @@ class EvaluationRounds:
         for pid in league.learning:
             for opponent in opponents:
                 if opponent != TEAMMATES:
-                    planned.append((pid, opponent, mix_source(league, pid, opponent) if opponent == self.yardstick else
-                                    league.evaluation_source(pid, opponent)))
+                    planned.append((pid, opponent, mix_source(league, pid, opponent)))
                 elif pid not in teamed:  # one set of games per team: its members' figures are the team's
                     teamed |= set(league.teammates(pid))
                     planned.append((pid, opponent, league.teammates_source(pid)))
