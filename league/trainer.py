@@ -159,12 +159,16 @@ class Trainer:
         self.progress.update(row, time_s, self.run.evaluation.best_win_rate)
         return row
 
-    def evaluate(self, episodes: int = 200, opponents: Sequence[str] = (EVAL_OPPONENT,)) -> dict[str, dict[str, float]]:
-        """Greedy win rate of every learning policy against each of ``opponents`` (the fixed
+    def evaluate(
+        self, episodes: int = 200, opponents: Sequence[str] = (EVAL_OPPONENT,), explore: bool | None = None
+    ) -> dict[str, dict[str, float]]:
+        """Win rate of every learning policy against each of ``opponents`` (the fixed
         evaluation opponent, fixed members or the yardstick, a mix included: one of its players
-        drawn per seat), ``episodes`` games each, seats at random."""
+        drawn per seat), ``episodes`` games each, seats at random; greedy, or sampled with
+        ``explore`` (None: as the run's evaluations, ``eval.explore``)."""
         run = self.run
-        return {pid: {opp: win_rate(run.samplers, pid, opp, episodes, mix_source(run.league, pid, opp)) for opp in opponents}
+        explore = self.cfg.eval.explore if explore is None else explore
+        return {pid: {opp: win_rate(run.samplers, pid, opp, episodes, mix_source(run.league, pid, opp), explore) for opp in opponents}
                 for pid in run.learning}
 
     def save(self, name: str = "final") -> Path:

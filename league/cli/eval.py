@@ -18,7 +18,8 @@ Arguments are ``key=value`` pairs (lists in brackets, as in Hydra overrides):
   its frozen players that a league with an exact meta-game solves (PSRO and the other
   coordinated recipes on kuhn_poker / leduc_poker; ``league.meta_strategy``), played as one
   behaviour strategy (:mod:`league.cli.eval_meta`); its weights are printed and saved;
-- ``episodes`` per pair (100), ``explore`` (false: every policy acts greedily, scripted
+- ``episodes`` per pair (100), ``explore`` (default: the checkpoint's run's ``eval.explore``,
+  false unless its preset says otherwise; false: every policy acts greedily, scripted
   players break ties by lowest action; true: policies sample, scripted players break
   ties at random), ``scripted_random_ties`` (false; true: scripted players break ties at
   random even when everyone else acts greedily: a greedy policy then meets a varied
@@ -87,7 +88,7 @@ class EvalArgs:
     opponents: list[str] = field(default_factory=lambda: ["random"])
     policies: list[str] | None = None
     episodes: int = 100
-    explore: bool = False
+    explore: bool | None = None  # None: the checkpoint's eval.explore
     seed: int = 0
     num_envs: int = 8
     depth: int = 4
@@ -164,7 +165,7 @@ def parse_args(argv: Sequence[str]) -> EvalArgs:
         if not isinstance(value, int) or isinstance(value, bool) or value < low:
             raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
     for name in ("explore", "scripted_random_ties", "tactics"):
-        if not isinstance(getattr(args, name), bool):
+        if not isinstance(getattr(args, name), bool) and not (name == "explore" and args.explore is None):
             raise ValueError(f"{name} must be true or false, got {getattr(args, name)!r}")
     from league.search import SEARCH_PLAYERS
 
@@ -193,7 +194,7 @@ def evaluate_checkpoint(
     opponents: Sequence[str] = ("random",),
     policies: Sequence[str] | None = None,
     episodes: int = 100,
-    explore: bool = False,
+    explore: bool | None = None,
     seed: int = 0,
     num_envs: int = 8,
     depth: int = 4,
@@ -208,7 +209,8 @@ def evaluate_checkpoint(
     info (with ``seats``: the agent of each seat, ``turn_based``: whether it is a two-player
     turn-based game, and ``tactics`` when asked for). ``search``: the policies play with a
     search (``search_method``: ``puct`` or ``gumbel``) of that many simulations;
-    ``mcts_simulations``: the ``mcts`` opponent's."""
+    ``mcts_simulations``: the ``mcts`` opponent's. ``explore``: policies sample their actions
+    (None: as the checkpoint's run evaluated, its ``eval.explore``; ``info["explore"]`` says which)."""
     from league.algos import make_algorithm
     from league.checkpoint import find_checkpoint, read_checkpoint
     from league.cli import eval_games
@@ -219,6 +221,8 @@ def evaluate_checkpoint(
     check_simulations(search)
     ckpt = read_checkpoint(find_checkpoint(checkpoint))
     env_cfg = ckpt.config.get("env") or {}
+    if explore is None:
+        explore = bool((ckpt.config.get("eval") or {}).get("explore", False))
     env_kwargs = env_cfg.get("kwargs") or {}
     spec, order, turn_based = eval_games.describe_env(env_cfg["name"], env_kwargs, seed)
     if opening_plies and not turn_based:
@@ -281,7 +285,7 @@ def evaluate_checkpoint(
     elo = {pid: round(r.mu, 1) for pid, r in table.leaderboard()}
     info: dict[str, Any] = {
         "checkpoint": str(ckpt.path), "iteration": ckpt.iteration, "env_steps": ckpt.env_steps, "env": env_cfg["name"], "seats": order,
-        "turn_based": turn_based,
+        "turn_based": turn_based, "explore": explore,
     }
     if mixture is not None:
         info["meta_strategy"] = mixture
@@ -402,7 +406,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as err:  # CheckpointError included
         print(f"league-eval: {err}", file=sys.stderr)
         return 2
-    _print(results, elo, info, args.explore, args.scripted_random_ties, args.opening_plies, args.search, args.mcts_simulations,
+    _print(results, elo, info, info["explore"], args.scripted_random_ties, args.opening_plies, args.search, args.mcts_simulations,
            args.search_method)
     if args.output:
         payload = {**info, "args": asdict(args), "results": [{**asdict(r), "win_rate": r.win_rate} for r in results], "elo": elo}

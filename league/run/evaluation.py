@@ -70,13 +70,17 @@ def mix_source(league: TrainingLeague, policy_id: str, opponent: str) -> Matchup
     return league.evaluation_source(policy_id, opponent, members) if len(members) > 1 else league.evaluation_source(policy_id, opponent)
 
 
-def win_rate(samplers: Sequence[SamplerHandle], policy_id: str, opponent: str, episodes: int, matchups: MatchupSource | None = None) -> float:
-    """Greedy win rate of ``policy_id`` against ``opponent`` over ``episodes`` games split
-    between the samplers (it waits for them); ``matchups``: the league's
+def win_rate(
+    samplers: Sequence[SamplerHandle], policy_id: str, opponent: str, episodes: int, matchups: MatchupSource | None = None,
+    explore: bool = False,
+) -> float:
+    """Win rate of ``policy_id`` against ``opponent`` over ``episodes`` games split between
+    the samplers (it waits for them), greedy unless ``explore`` (``eval.explore``: the policies
+    sample their actions); ``matchups``: the league's
     :meth:`~league.leagues.TrainingLeague.evaluation_source` (default: a random seat)."""
     per = max(1, episodes // len(samplers))
     matchups = matchups or OpponentSampling(policy_id, {opponent: 1.0})
-    results = resolve([submit(s, SamplerFace.evaluate, per, matchups) for s in samplers], list(samplers))
+    results = resolve([submit(s, SamplerFace.evaluate, per, matchups, explore=explore) for s in samplers], list(samplers))
     return wins_of(policy_id, [e for eps in results for e in eps])
 
 
@@ -156,7 +160,7 @@ class EpisodeFeed:
 
 
 class EvaluationRounds:
-    """Greedy evaluation against ``opponent`` (and ``yardstick``, a scripted player, where one
+    """Evaluation (greedy, or sampled with ``explore``: ``eval.explore``) against ``opponent`` (and ``yardstick``, a scripted player, where one
     is given) and the league's scheduled games; ``observe`` is handed every round's episodes.
     While ``together()`` says so (a co-op game of several sides), each learning policy plays
     with the league's other learning policies as partners instead of against ``opponent``
@@ -179,9 +183,10 @@ class EvaluationRounds:
     def __init__(
         self, opponent: str, episodes: int, env_steps: int = 0, yardstick: str | None = None,
         observe: Callable[[Sequence[Mapping[str, Any]]], None] | None = None,
-        together: Callable[[], bool] | None = None,
+        together: Callable[[], bool] | None = None, explore: bool = False,
     ) -> None:  # fmt: skip
         self.opponent = opponent
+        self.explore = explore  # every game of a round, the league's own included
         self.together = together  # the run's headline says whether the sides play as one team
         self._round_opponent = opponent  # whom the latest round's main games were against
         self.yardstick = yardstick
@@ -252,12 +257,13 @@ class EvaluationRounds:
         limit = None if time_limit_s is None else max(0.0, time_limit_s) / turns
         for pid, opponent, matchups in planned:
             self._pending.append((pid, opponent, [
-                (s, submit(s, SamplerFace.evaluate, per, matchups, time_limit_s=limit, max_env_steps=steps)) for s in samplers
+                (s, submit(s, SamplerFace.evaluate, per, matchups, explore=self.explore, time_limit_s=limit, max_env_steps=steps)) for s in samplers
             ]))
         if games:  # the league's own games, split between samplers
             shares = [games[i :: len(samplers)] for i in range(len(samplers))]
             calls = [
-                (s, submit(s, SamplerFace.evaluate, len(m), MatchupBatch(m), time_limit_s=limit)) for s, m in zip(samplers, shares) if m
+                (s, submit(s, SamplerFace.evaluate, len(m), MatchupBatch(m), explore=self.explore, time_limit_s=limit))
+                for s, m in zip(samplers, shares) if m
             ]
             self._pending.append((None, "", calls))
 

@@ -187,6 +187,11 @@ class EvalConfig:
     # Which way the headline improves: max (higher is better) or min (a metric key such as
     # exploitability/meta_strategy, the poker presets' headline). The run's best follows it.
     metric_mode: str = "max"
+    # How the learning policies act in evaluation games: greedily (false: the most likely
+    # action, as board games are judged) or sampling their distribution (true: the mixed
+    # strategy they train, as imperfect-information games need: a poker policy's greedy
+    # play is a different, more exploitable player; limit Hold'em's preset sets it).
+    explore: bool = False
 
 
 @dataclass

@@ -230,7 +230,8 @@ def build_run(cfg: RunConfig, clock: RunClock) -> Run:
     try:
         headlines = _headlines(cfg, specs)
         evaluation = EvaluationRounds(
-            build.EVAL_OPPONENT, cfg.eval.episodes, cfg.eval.env_steps, cfg.eval.yardstick, headlines.observe, headlines.together
+            build.EVAL_OPPONENT, cfg.eval.episodes, cfg.eval.env_steps, cfg.eval.yardstick, headlines.observe, headlines.together,
+            cfg.eval.explore,
         )
         counters: dict[str, int] = {}
         if checkpoint is not None:
