@@ -56,7 +56,8 @@ def test_limit_holdem_is_evaluated_sampling_and_board_games_greedily():
     from league.cli.train import composed_values
     from league.config import parse_run_config
 
-    assert parse_run_config(composed_values(["env=texas_holdem"])).eval.explore is True
+    holdem = parse_run_config(composed_values(["env=texas_holdem"])).eval
+    assert holdem.explore is True and holdem.episodes == 500  # rounds large enough to read a curve
     assert parse_run_config(composed_values(["env=texas_holdem", "eval.explore=false"])).eval.explore is False
     assert parse_run_config(composed_values(["env=connect_four"])).eval.explore is False
     with pytest.raises(ValueError, match="eval.explore='yes'.*true or false"):

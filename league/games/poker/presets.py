@@ -72,6 +72,9 @@ TEXAS_HOLDEM = Preset(
     # Evaluated as it plays, sampling its actions: a poker policy is a mixed strategy, and
     # its greedy version is another player that flips between iterations (the same 240 s
     # three-player checkpoints against holdem_styles, 2000 hands each: greedy -0.76 / -0.58 /
-    # -0.22 chips a hand, sampled -0.29 / -0.07 / +0.13; benchmarks/README.md).
-    values={"eval": {"yardstick": "holdem_styles", "metric": "return", "explore": True}},
+    # -0.22 chips a hand, sampled -0.29 / -0.07 / +0.13). And 500 hands a round, not 100: a
+    # hand's chips vary by ~8 heads-up and ~20 with three players, so 100-hand rounds read
+    # +-0.8 / +-2 and a quarter of them could not tell a rising curve from a falling one
+    # (13% of a heads-up run's env steps go to evaluation; benchmarks/README.md).
+    values={"eval": {"yardstick": "holdem_styles", "metric": "return", "explore": True, "episodes": 500}},
 )
