@@ -86,6 +86,7 @@ def test_the_preset_evaluates_against_it_whatever_the_name_or_players():
     for name in ("texas_holdem", "pettingzoo.classic.texas_holdem_v4"):
         preset = resolve_preset("auto", name, {"num_players": 3})
         assert preset is not None and preset.values["eval"] == {"yardstick": "holdem_styles", "metric": "return", "explore": True, "episodes": 500}
+        assert preset.values["algo"] == {"params": {"entropy_coef": 0.03}}
 
 
 def test_a_three_player_run_reports_its_chips_against_the_styles(tmp_path):
