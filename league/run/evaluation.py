@@ -160,8 +160,9 @@ class EpisodeFeed:
 
 
 class EvaluationRounds:
-    """Evaluation (greedy, or sampled with ``explore``: ``eval.explore``) against ``opponent`` (and ``yardstick``, a scripted player, where one
-    is given) and the league's scheduled games; ``observe`` is handed every round's episodes.
+    """Evaluation against ``opponent`` (and ``yardstick``, a scripted player, where one is
+    given) and the league's scheduled games, greedy or, with ``explore`` (``eval.explore``),
+    the policies sampling their actions; ``observe`` is handed every round's episodes.
     While ``together()`` says so (a co-op game of several sides), each learning policy plays
     with the league's other learning policies as partners instead of against ``opponent``
     (:meth:`~league.leagues.TrainingLeague.teammates_source`): its return is then the team's,
