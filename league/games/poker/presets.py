@@ -79,7 +79,8 @@ TEXAS_HOLDEM = Preset(
     # Entropy 0.03, not the generic 0.01: at 0.01 the three-player league's entropy fell from
     # 0.55 to 0.23 and it settled on calling 90% of the bets it faced whatever its cards, -0.49
     # -> -2.22 chips a hand over 540 s (heads-up +0.10 -> +0.30); at 0.03 its entropy held at
-    # 0.55 and it stayed level, -0.41 -> -0.02 (heads-up -0.15 -> +0.27). A wider snapshot pool
+    # 0.55 and it stayed level, -0.41 -> -0.02 (a second seed -0.62 -> -0.76; heads-up -0.15 ->
+    # +0.27, without a random member -0.18 -> +0.15). A wider snapshot pool
     # (snapshot_steps 80000) did not stop the fall (-0.48 -> -0.81); benchmarks/README.md.
     values={
         "algo": {"params": {"entropy_coef": 0.03}},
