@@ -11,9 +11,10 @@ cards; later: high card, a pair, or better). A policy that reads its cards raise
 more and folds worse ones to a raise; one that does not shows the same row whatever its hand.
 The last line is one JSON object with the figures.
 
-With ``--versus OTHER`` (two players), the two checkpoints play each other instead: every deal
-twice with the seats swapped (duplicate poker, which cancels most of the cards' luck), and the
-chips a hand the first won, with the standard error over deals. A yardstick player ranks
+With ``--versus OTHER``, the two checkpoints play each other instead: the first in one seat, the
+other in every other seat, every deal played once from each seat (duplicate poker, which
+cancels most of the cards' luck), and the chips a hand the first won, with the standard error
+over deals. A yardstick player ranks
 policies by how they exploit it; head to head ranks them by how they play each other.
 
 Usage::
@@ -91,34 +92,38 @@ def profile(checkpoint: str, hands: int, greedy: bool = False, seed: int = 0, op
 
 
 def head_to_head(checkpoint: str, other: str, hands: int, greedy: bool = False, seed: int = 0) -> dict:
-    """Chips a hand ``checkpoint``'s policy wins from ``other``'s, two players, each deal played
-    twice with the seats swapped (``hands`` rounded down to an even number)."""
+    """Chips a hand ``checkpoint``'s policy wins with ``other``'s in every other seat (the
+    checkpoints' number of players), each deal played once from every seat (``hands`` rounded
+    down to a multiple of the number of players)."""
     from pettingzoo.classic import texas_holdem_v4
 
-    policies = {}
+    policies, players = {}, set()
     for which, path in (("first", checkpoint), ("second", other)):
         policies[which], env_cfg = _policy(path)
-        if int((env_cfg.get("kwargs") or {}).get("num_players", 2)) != 2:
-            raise SystemExit(f"--versus plays two players; {path} was trained for {env_cfg['kwargs']['num_players']}")
-    deals = hands // 2
-    chips = np.zeros((deals, 2))
-    env = texas_holdem_v4.env(num_players=2)
+        players.add(int((env_cfg.get("kwargs") or {}).get("num_players", 2)))
+    if len(players) != 1:
+        raise SystemExit(f"--versus needs two checkpoints of the same number of players; {checkpoint} and {other} differ: {sorted(players)}")
+    n = players.pop()
+    deals = hands // n
+    chips = np.zeros((deals, n))
+    env = texas_holdem_v4.env(num_players=n)
     for deal in range(deals):
-        for swap in (0, 1):
+        for turn in range(n):
             env.reset(seed=seed * 1_000_003 + deal)  # the same cards to the same seats
-            seat = dict(zip(env.agents, ("second", "first") if swap else ("first", "second")))
+            first = env.agents[turn]
             for agent in env.agent_iter():
                 _, reward, terminated, truncated, _ = env.last()
-                if seat[agent] == "first":
-                    chips[deal, swap] += reward
+                if agent == first:
+                    chips[deal, turn] += reward
                 if terminated or truncated:
                     env.step(None)
                     continue
                 seen = env.observe(agent)
                 obs, mask = seen["observation"].astype(np.float32)[None], seen["action_mask"].astype(np.int8)[None]
-                env.step(int(policies[seat[agent]].compute_actions(obs, mask, explore=not greedy)["actions"][0]))
+                policy = policies["first" if agent == first else "second"]
+                env.step(int(policy.compute_actions(obs, mask, explore=not greedy)["actions"][0]))
     per_deal = chips.mean(axis=1)
-    return {"checkpoint": checkpoint, "versus": other, "hands": 2 * deals, "greedy": greedy,
+    return {"checkpoint": checkpoint, "versus": other, "players": n, "hands": n * deals, "greedy": greedy,
             "chips_a_hand": round(float(per_deal.mean()), 4), "standard_error": round(float(per_deal.std() / np.sqrt(deals)), 4)}
 
 
@@ -129,11 +134,11 @@ def main() -> None:
     parser.add_argument("--greedy", action="store_true", help="the policy's most likely action (default: sampled, as trained)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--opponent", choices=OPPONENTS, default="holdem_rules", help="the scripted style in every other seat")
-    parser.add_argument("--versus", default=None, help="a second two-player checkpoint: play it head to head instead")
+    parser.add_argument("--versus", default=None, help="a second checkpoint of as many players: it fills every other seat instead")
     args = parser.parse_args()
     if args.versus:
         out = head_to_head(args.checkpoint, args.versus, args.hands, args.greedy, args.seed)
-        print(f"{out['hands']} hands (each deal from both seats): {out['chips_a_hand']:+.3f} chips a hand won from "
+        print(f"{out['hands']} hands (each deal from every seat): {out['chips_a_hand']:+.3f} chips a hand won from "
               f"{args.versus} (standard error {out['standard_error']:.3f})")
         print(json.dumps(out))
         return

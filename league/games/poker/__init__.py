@@ -1,6 +1,6 @@
-"""Poker's plug-in: the ``kuhn_poker`` and ``leduc_poker`` presets, PSRO over exact meta-game
-payoffs with a PPO best response reset after each snapshot, exact exploitability logged
-(docs/STRENGTH.md); limit Texas Hold'em's scripted players (the rule-based ``holdem_rules``, a
+"""Poker's plug-in (and liar's dice's, a bluffing game of the same size): the ``kuhn_poker``,
+``leduc_poker`` and ``liars_dice`` presets, PSRO over exact meta-game payoffs with a PPO best
+response reset after each snapshot, exact exploitability logged (docs/STRENGTH.md); limit Texas Hold'em's scripted players (the rule-based ``holdem_rules``, a
 calling station and a maniac) and their mix ``holdem_styles``, the yardstick its
 ``texas_holdem`` preset evaluates against. Importing it registers them (:mod:`league.games`)."""
 
@@ -8,14 +8,15 @@ from __future__ import annotations
 
 from league.games.poker.holdem_rules import make_holdem_rules
 from league.games.poker.holdem_styles import HOLDEM_STYLES, make_holdem_maniac, make_holdem_station
-from league.games.poker.presets import KUHN, LEDUC, TEXAS_HOLDEM
+from league.games.poker.presets import KUHN, LEDUC, LIARS_DICE, TEXAS_HOLDEM
 from league.population.scripted import SCRIPTED_MIXES, SCRIPTED_PLAYERS
 from league.presets import PRESETS
 
-__all__ = ["KUHN", "LEDUC", "TEXAS_HOLDEM"]
+__all__ = ["KUHN", "LEDUC", "LIARS_DICE", "TEXAS_HOLDEM"]
 
 PRESETS.register(KUHN.name, KUHN)
 PRESETS.register(LEDUC.name, LEDUC)
+PRESETS.register(LIARS_DICE.name, LIARS_DICE)
 PRESETS.register(TEXAS_HOLDEM.name, TEXAS_HOLDEM)
 SCRIPTED_PLAYERS.register("holdem_rules", make_holdem_rules)
 SCRIPTED_PLAYERS.register("holdem_station", make_holdem_station)

@@ -1,5 +1,6 @@
-"""The poker presets: PSRO whose oracle is a PPO best response (many small updates,
-undiscounted returns: an episode is a few bets, and chips won at the end are what counts),
+"""The presets of the small bluffing games (kuhn and leduc poker, liar's dice): PSRO whose
+oracle is a PPO best response (many small updates, undiscounted returns: an episode is a few
+bets, and chips won at the end are what counts),
 reset to its initial weights after each snapshot; the league's product is the least
 exploitable mixture of its frozen players. With 20 large updates per best response (batch
 2000, lr 1e-3) the oracle found about half of a small best-response gain and PSRO stalled
@@ -11,7 +12,7 @@ from typing import Any
 
 from league.presets import Preset
 
-__all__ = ["KUHN", "LEDUC", "TEXAS_HOLDEM"]
+__all__ = ["KUHN", "LEDUC", "LIARS_DICE", "TEXAS_HOLDEM"]
 
 _PPO_ORACLE: dict[str, Any] = {
     "lr": 0.003, "entropy_coef": 0.003, "gamma": 1.0, "lam": 1.0,
@@ -54,6 +55,22 @@ LEDUC = Preset(
         "sampler": {"num_envs": 256, "fragment_length": 8},
         "eval": {"interval": 0, **_EXPLOITABILITY_HEADLINE},
         "stop": {"time_s": 1800, "env_steps": 0},
+    },
+)
+
+LIARS_DICE = Preset(
+    name="liars_dice",
+    envs=("liars_dice", "openspiel:liars_dice"),
+    about="liar's dice's PSRO league: the headline is the exact exploitability of its meta-strategy",
+    # Self-play PPO (the generic league) turns deterministic within a minute and its main
+    # player grows more exploitable (exact exploitability 0.46 -> 0.98 over 90 s, the entropy
+    # 1.12 -> 0.22), while its win rate against random stays near 0.85 and hides it. Kuhn's
+    # PSRO settings bring the league's meta-strategy from 0.56 to 0.24 in 240 s here (24,576
+    # information states: the tree is walked in ~5 s, once per run; benchmarks/README.md).
+    values={
+        "algo": {"name": "ppo", "params": dict(_PPO_ORACLE)},
+        "league": {**_PSRO, "snapshot_steps": 60_000, "exploitability_interval": 4},
+        "eval": {"interval": 0, **_EXPLOITABILITY_HEADLINE},
     },
 )
 
