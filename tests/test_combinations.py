@@ -20,6 +20,7 @@ import pytest
 from league.checkpoint import periodic_name
 from league.config import parse_run_config
 from league.trainer import Trainer
+from tests.run_helpers import composed_values
 
 ALGOS: dict[str, dict[str, Any]] = {
     "ppo": {"train_batch_size": 64, "minibatch_size": 32, "num_epochs": 1},
@@ -286,3 +287,23 @@ def test_matchups_drawn_in_blocks_under_every_recipe(algo, recipe, tmp_path):
     trainer, summary = _run(values, tmp_path / "run")
     _check_run(trainer, summary, tmp_path / "run", recipe)
     assert all(isinstance(s._runner.matchups, BlockedMatchups) for s in trainer.samplers)
+
+
+def test_liars_dice_preset_runs_psro_whose_headline_never_rises_as_snapshots_join(tmp_path):
+    """``env=liars_dice`` as league-train composes it (the poker plug-in's PSRO preset), small:
+    the headline is the least exploitable meta-strategy's exact exploitability, logged as
+    snapshots join and never rising (each new player can only lower the least exploitable mix)."""
+    values = composed_values(
+        "env=liars_dice", "league.snapshot_steps=150", "league.exploitability_interval=2",
+        "algo.params.train_batch_size=64", "algo.params.minibatch_size=32", "algo.params.num_epochs=1",
+        "sampler.num_samplers=1", "sampler.num_envs=4", "sampler.fragment_length=16", "sampler.remote=false",
+        "iteration.min_env_steps=64", f"stop.iterations={ITERATIONS}", "stop.time_s=0", "logging.tensorboard=false",
+    )  # fmt: skip
+    trainer, summary = _run(values, tmp_path / "run")
+    assert (trainer.cfg.preset, trainer.cfg.league.recipe) == ("liars_dice", "psro")
+    metas = [r["exploitability"]["meta_strategy"] for r in _rows(tmp_path / "run") if "meta_strategy" in r.get("exploitability", {})]
+    assert len(metas) >= 2 and all(0.0 <= e <= 2.0 for e in metas)
+    assert all(b <= a + 1e-9 for a, b in zip(metas, metas[1:]))
+    headline = trainer.history[-1]["headline"]
+    assert (headline["metric"], headline["mode"], headline["value"]) == ("exploitability/meta_strategy", "min", pytest.approx(metas[-1]))
+    assert len(summary["snapshots"]) >= 2

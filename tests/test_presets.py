@@ -15,7 +15,9 @@ from league.config import PYTHON_DEFAULTS, RunConfig, parse_run_config, run_conf
 from league.presets import PRESETS, Preset, apply_preset, resolve_preset
 from tests.run_helpers import composed_values
 
-SHIPPED = ("connect_four", "tictactoe", "kuhn_poker", "leduc_poker")
+SHIPPED = ("connect_four", "tictactoe", "kuhn_poker", "leduc_poker", "liars_dice")
+#: The env name each shipped preset's env file runs, where it is not the file's name.
+ENV_NAMES = {"liars_dice": "openspiel:liars_dice"}
 
 
 def _diff(yaml: dict, default: dict, path: str = "") -> list[str]:
@@ -41,10 +43,11 @@ def test_the_yaml_defaults_are_the_dataclass_defaults():
     assert parse_run_config(values).league == parse_run_config(default).league
 
 
-@pytest.mark.parametrize("env_file", ["kuhn_poker", "leduc_poker"])
+@pytest.mark.parametrize("env_file", ["kuhn_poker", "leduc_poker", "liars_dice"])
 def test_the_poker_presets_headline_is_the_meta_strategys_exact_exploitability(env_file):
     cfg = parse_run_config(composed_values(f"env={env_file}"))
     assert (cfg.eval.metric, cfg.eval.metric_mode, cfg.eval.interval) == ("exploitability/meta_strategy", "min", 0)
+    assert (cfg.preset, cfg.league.recipe) == (env_file, "psro")
     assert cfg.league.exploitability_interval > 0  # what the headline reads
     with pytest.raises(ValueError, match="eval.metric_mode must be 'max' .* or 'min' .*, got 'sideways'"):
         parse_run_config(composed_values(f"env={env_file}", "eval.metric_mode=sideways"))
@@ -74,7 +77,7 @@ def test_league_train_and_the_python_api_build_the_same_run(name):
         f"{section}.{key}={value}" for section, keys in PYTHON_DEFAULTS.items() for key, value in keys.items()
     ]
     cli = parse_run_config(composed_values(*overrides))
-    api = run_config(name)
+    api = run_config(ENV_NAMES.get(name, name))
     assert cli.preset == api.preset == name
     for section in ("env", "league", "sampler", "learner", "iteration", "eval", "stop", "checkpoint"):
         assert getattr(cli, section) == getattr(api, section), section
@@ -118,7 +121,7 @@ def test_another_game_gets_the_generic_defaults_and_no_word_of_connect_four():
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # any warning fails
         cfg = parse_run_config(composed_values("env.name=openspiel:hex", "+env.kwargs.board_size=5"))
-        other = parse_run_config(composed_values("env.name=openspiel:liars_dice"))
+        other = parse_run_config(composed_values("env.name=openspiel:phantom_ttt"))
     # Hex gets the defaults of its kind of game (board_game), nothing of connect four's.
     assert cfg.preset == "board_game"
     assert cfg.algo.params["aux_loss"] is None and cfg.algo.params["model_kwargs"] == {}
@@ -164,7 +167,8 @@ def test_apply_preset_merges_mappings_and_replaces_the_rest():
     ("openspiel:clobber", {}, "board_game"),
     ("openspiel:mnk", {"m": 7, "n": 7, "k": 4}, "board_game"),
     ("openspiel:hex", {"board_size": 7, "observation": "observation", "seat_planes": False}, "board_game"),
-    ("openspiel:liars_dice", {}, None),  # imperfect information
+    ("openspiel:phantom_ttt", {}, None),  # imperfect information
+    ("openspiel:liars_dice", {}, "liars_dice"),  # the poker plug-in's PSRO preset
     ("openspiel:goofspiel", {"players": 2}, None),  # simultaneous moves
     ("openspiel:no_such_game", {}, None),  # the run's own checks report it
     ("simple_spread", {}, None),

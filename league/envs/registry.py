@@ -74,7 +74,7 @@ class _OpenSpielFactory:
 
 
 # OpenSpiel games, under their short name and as "openspiel:<game>".
-for _game in ("kuhn_poker", "leduc_poker"):
+for _game in ("kuhn_poker", "leduc_poker", "liars_dice"):
     _REGISTRY[_game] = _REGISTRY["openspiel:" + _game] = _OpenSpielFactory(_game)
 
 

@@ -20,7 +20,8 @@ package (``scripts/check_imports.py`` enforces it).
   the exact two-ply reading).
 * :mod:`league.games.connect_four`: the exact search, negamax, tactics, its preset.
 * :mod:`league.games.tictactoe`: minimax, its preset.
-* :mod:`league.games.poker`: kuhn and leduc poker's PSRO presets.
+* :mod:`league.games.poker`: kuhn and leduc poker's and liar's dice's PSRO presets, limit
+  Hold'em's scripted players and preset.
 * :mod:`league.games.rps`: rock-paper-scissors' exact exploitability (through
   :data:`league.population.exploitability_measures.EXPLOITABILITY_MEASURES`) and preset.
 """
