@@ -3,6 +3,8 @@ resume, and a coordinator actor that dies mid-run."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -315,3 +317,29 @@ def test_a_reset_dqn_exploiter_explores_again_from_its_schedule_start(tmp_path, 
     assert "main_exploiter@v0" in trainer.league.frozen_weights()
     assert min(seen[:-1]) < 1.0  # it had explored less and less before its snapshot...
     assert seen[-1] == 1.0  # ...and starts again from the schedule's start after its reset
+
+
+def test_interval_measure_is_due_on_its_iterations_while_the_longest_one_fits():
+    from league.leagues.base import IntervalMeasure
+
+    measure = IntervalMeasure(4)
+    assert [i for i in range(1, 13) if measure.due(i)] == [4, 8, 12]
+    assert measure.due(4, time_left_s=0.0)  # nothing measured yet: no cost known
+    assert measure.timed(lambda: time.sleep(0.05) or "figure") == "figure"
+    assert measure.longest_s >= 0.05
+    assert not measure.due(8, time_left_s=0.01) and measure.due(8, time_left_s=1.0) and measure.due(8, None)
+    assert not IntervalMeasure(0).due(4)
+
+
+def test_a_league_skips_exploitability_that_would_carry_the_run_past_its_time(tmp_path):
+    # The run's last measurement is skipped when less time is left than the longest took
+    # (issue 38: liar's dice's last meta-game solve took its run 12 s past stop.time_s).
+    trainer = Trainer(_config("psro", env="kuhn_poker", exploitability_interval=1), tmp_path)
+    try:
+        trainer.train()
+        league, iteration = trainer.league, trainer.history[-1]["iteration"]
+        assert "exploitability" in league.metrics(iteration, trainer.learner)
+        assert "exploitability" in league.metrics(iteration, trainer.learner, time_left_s=60.0)
+        assert "exploitability" not in league.metrics(iteration, trainer.learner, time_left_s=0.0)
+    finally:
+        trainer.close()

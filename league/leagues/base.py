@@ -10,9 +10,10 @@ its frozen policies.
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -22,7 +23,9 @@ from league.runtime.faces import LearnerFace, SamplerFace, SamplerHandle
 from league.population.payoff import PayoffTable
 from league.sampling.matchups import Matchup, MatchupSource
 
-__all__ = ["TrainingLeague", "Weights", "load_frozen_policies"]
+__all__ = ["IntervalMeasure", "TrainingLeague", "Weights", "load_frozen_policies"]
+
+T = TypeVar("T")
 
 Weights = dict[str, np.ndarray]
 
@@ -40,6 +43,31 @@ def load_frozen_policies(samplers: Sequence[SamplerHandle], policies: Mapping[st
             calls.append(submit(sampler, SamplerFace.add_policy, pid, factory, shared, learns=False))
             targets.append(sampler)
     resolve_lenient(calls, targets)
+
+
+class IntervalMeasure:
+    """When a costly league measurement (exact exploitability) taken every ``interval``
+    iterations is due: on those iterations, unless the run has less time left than the
+    longest one took. A liar's dice league solves a larger meta-game with each snapshot (up
+    to ~12 s a measurement), and its last one would otherwise carry the run that long past
+    ``stop.time_s``; the headline keeps the latest value measured."""
+
+    def __init__(self, interval: int) -> None:
+        self.interval = int(interval)
+        self.longest_s = 0.0
+
+    def due(self, iteration: int, time_left_s: float | None = None) -> bool:
+        """Whether to measure at ``iteration`` with ``time_left_s`` seconds of the run left (None: no time budget)."""
+        if not self.interval or iteration % self.interval:
+            return False
+        return time_left_s is None or time_left_s >= self.longest_s
+
+    def timed(self, measure: Callable[[], T]) -> T:
+        """``measure()``, its duration kept if the longest so far."""
+        start = time.perf_counter()
+        out = measure()
+        self.longest_s = max(self.longest_s, time.perf_counter() - start)
+        return out
 
 
 class TrainingLeague(ABC):
@@ -99,8 +127,9 @@ class TrainingLeague(ABC):
         """Matchups of league-scheduled evaluation games (none by default)."""
         return []
 
-    def metrics(self, iteration: int, learner: LearnerFace) -> dict[str, Any]:
-        """Fields this league adds to an iteration's metrics row."""
+    def metrics(self, iteration: int, learner: LearnerFace, time_left_s: float | None = None) -> dict[str, Any]:
+        """Fields this league adds to an iteration's metrics row (``time_left_s``: the run's
+        time left, for measurements that must not carry it past ``stop.time_s``)."""
         return {}
 
     def restore_on(self, sampler: SamplerHandle) -> list[Any]:

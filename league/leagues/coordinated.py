@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
-from league.leagues.base import TrainingLeague, Weights, load_frozen_policies
+from league.leagues.base import IntervalMeasure, TrainingLeague, Weights, load_frozen_policies
 from league.leagues.remote_coordinator import make_remote_coordinator, remote_refill
 from league.population.coordinator import LeagueCoordinator, ResetAction, SnapshotAction
 from league.population.evaluation import EvaluationScheduler
@@ -111,6 +111,7 @@ class CoordinatedLeague(TrainingLeague):
         # meta_game "empirical" on an OpenSpiel game: measured payoffs, exact exploitability only.
         self.exact_payoffs = bool(exact_payoffs)
         self.exploitability_interval = int(exploitability_interval)
+        self._measure = IntervalMeasure(self.exploitability_interval)
         self.save_every = int(save_every)
         self.samplers: list[SamplerHandle] = []
         self._snapshots: dict[str, tuple[str, Weights]] = {}  # snapshot id -> (learning player, weights)
@@ -219,15 +220,16 @@ class CoordinatedLeague(TrainingLeague):
         return values
 
     # Metrics ----------------------------------------------------------------------
-    def metrics(self, iteration: int, learner: LearnerFace) -> dict[str, Any]:
-        """Ratings and population size every iteration; exploitability every ``exploitability_interval``."""
+    def metrics(self, iteration: int, learner: LearnerFace, time_left_s: float | None = None) -> dict[str, Any]:
+        """Ratings and population size every iteration; exploitability every ``exploitability_interval``
+        (:class:`IntervalMeasure`)."""
         row: dict[str, Any] = {
             "snapshots": len(self._snapshots),
             "league_players": len(self._view["population"]["players"]),
             "ratings": self._view["ratings"],
         }
-        if self.exact is not None and self.exploitability_interval and iteration % self.exploitability_interval == 0:
-            row["exploitability"] = self.exploitability(learner)
+        if self.exact is not None and self._measure.due(iteration, time_left_s):
+            row["exploitability"] = self._measure.timed(lambda: self.exploitability(learner))
         if self.coordinator_restarts:
             row["coordinator_restarts"] = self.coordinator_restarts
         return row

@@ -252,7 +252,7 @@ class GroupLeague(TrainingLeague):
             self.evicted += 1
         resolve_lenient(calls, list(samplers) * (len(calls) // max(1, len(samplers))))
 
-    def metrics(self, iteration: int, learner: LearnerFace) -> dict[str, Any]:
+    def metrics(self, iteration: int, learner: LearnerFace, time_left_s: float | None = None) -> dict[str, Any]:
         """Snapshots held, those taken since the last row, evictions so far."""
         new, self._new = self._new, []
         held = sum(len(p.snapshots) for p in self.pools.values())

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from league.runtime.actors import Pending, resolve_lenient, submit
 from league.runtime.faces import LearnerFace, SamplerFace, SamplerHandle
 from league.flow.metrics import NUM_AGENT_STEPS_SAMPLED
-from league.leagues.base import TrainingLeague, Weights, load_frozen_policies
+from league.leagues.base import IntervalMeasure, TrainingLeague, Weights, load_frozen_policies
 from league.policy import PolicyFactory
 from league.population.payoff import PayoffTable
 from league.population.placement_ratings import PlacementRatings, placement_ratings
@@ -53,6 +53,7 @@ class SelfPlayLeague(TrainingLeague):
         self.pool = pool
         self.exact = exact
         self.exploitability_interval = int(exploitability_interval)
+        self._measure = IntervalMeasure(self.exploitability_interval)
         self.algorithm = algorithm
         self.fixed = dict(fixed)
         self.snapshot_steps = int(snapshot_steps)
@@ -112,16 +113,17 @@ class SelfPlayLeague(TrainingLeague):
             self.evicted += 1
         resolve_lenient(calls, list(samplers) * (len(calls) // max(1, len(samplers))))  # a restarting sampler gets the league from its hook
 
-    def metrics(self, iteration: int, learner: LearnerFace) -> dict[str, Any]:
+    def metrics(self, iteration: int, learner: LearnerFace, time_left_s: float | None = None) -> dict[str, Any]:
         """The number of snapshots in the pool, those taken since the last row, evictions so far;
-        main's exact exploitability every ``exploitability_interval`` iterations."""
+        main's exact exploitability every ``exploitability_interval`` iterations (:class:`IntervalMeasure`)."""
         new, self._new = self._new, []
         out: dict[str, Any] = {"snapshots": len(self.pool.snapshots), "new_snapshots": new, "snapshots_evicted": self.evicted}
         if self.ratings:
             out["ratings"] = {"openskill": self.ratings.table()}
-        if self.exact is not None and self.exploitability_interval and iteration % self.exploitability_interval == 0:
+        exact = self.exact
+        if exact is not None and self._measure.due(iteration, time_left_s):
             main = self.pool.main
-            out["exploitability"] = {main: self.exact.exploitability(self.algorithm, learner.get_weights([main])[main])}
+            out["exploitability"] = {main: self._measure.timed(lambda: exact.exploitability(self.algorithm, learner.get_weights([main])[main]))}
         return out
 
     def state(self) -> dict[str, Any]:

@@ -51,9 +51,11 @@ def metrics_row(
     learner: LearnerHandle,
     win_rates: Mapping[str, float],
     extra: Mapping[str, Any],
+    time_left_s: float | None = None,
 ) -> dict[str, Any]:
     """One iteration's row of ``metrics.jsonl``: progress, episodes, evaluation, counters,
-    the league's figures and each policy's learner statistics."""
+    the league's figures (measured within ``time_left_s``, the run's time left) and each
+    policy's learner statistics."""
     metrics = plan.metrics.snapshot()
     run.latest_row = row = {
         "iteration": run.iteration,
@@ -67,7 +69,7 @@ def metrics_row(
         "snapshots": 0,
         **extra,
         "counters": dict(plan.metrics.counters),
-        **league.metrics(run.iteration, learner),
+        **league.metrics(run.iteration, learner, time_left_s),
         **episode_metrics(list(episodes), league.learning),
         **{f"{pid}/{k}": round(v, 5) for pid, st in metrics.get("learner", {}).items() for k, v in st.items()},
         "operators": metrics.get("operators", {}),

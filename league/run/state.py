@@ -127,7 +127,8 @@ class Run:
             "eval_partial": {"asked": evaluation.asked, "played": evaluation.partial} if evaluation.partial else {},
             **evaluation.yardstick_figures(),
         }  # fmt: skip
-        row = records.metrics_row(self.clock, time_s, train_steps, stats, self.plan, self.league, self.learner, evaluation.win_rates, extra)
+        row = records.metrics_row(self.clock, time_s, train_steps, stats, self.plan, self.league, self.learner, evaluation.win_rates, extra,
+                                  budget.time_left_s(time_s))
         row["headline"] = self.headline(row).as_dict()
         if budget.reached(self.clock, evaluation):  # the last iteration: say if no training episode ever ended
             self.episodes.end_of_run(self.samplers, self.league, time_s)
