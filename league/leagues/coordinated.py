@@ -272,11 +272,11 @@ class CoordinatedLeague(TrainingLeague):
     def summary(self) -> dict[str, Any]:
         """Snapshots, final ratings and the coordinator's whole state (population, payoff...);
         with an exact evaluator, also the league's meta-strategy: its weight per frozen player
-        (``league.meta_strategy``), the mixture whose exploitability was logged."""
+        (``league.meta_strategy``), the mixture whose exploitability was logged last."""
         out = {"snapshots": list(self._snapshots), "ratings": self._view["ratings"], "league": self._saved}
         frozen = self.frozen_policies()
         if self.exact is not None and frozen:
-            out["meta_strategy"] = self.exact.meta_strategy(frozen, self.payoff)
+            out["meta_strategy"] = self.exact.latest_meta_strategy(frozen, self.payoff)
         return out
 
     # Coordinator failures -----------------------------------------------------------
