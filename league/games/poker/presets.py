@@ -72,8 +72,7 @@ LIARS_DICE = Preset(
     # information states: the tree is walked in ~5 s, once per run). Measured every 16
     # iterations, not kuhn's 4: a measurement solves the meta-game again after each snapshot
     # (up to ~12 s with 20 snapshots), and at 4 the driver spent 31% of a 540 s run on it;
-    # at 16 the run took 10% more env steps and ended lower (0.136 against 0.160;
-    # benchmarks/README.md).
+    # at 16 the runs end as low (0.136-0.167 against 0.148-0.160; benchmarks/README.md).
     values=_psro_values(dict(_PPO_ORACLE), 60_000, 16),
 )
 
