@@ -1,8 +1,9 @@
 """Poker's plug-in (and liar's dice's, a bluffing game of the same size): the ``kuhn_poker``,
 ``leduc_poker`` and ``liars_dice`` presets, PSRO over exact meta-game payoffs with a PPO best
-response reset after each snapshot, exact exploitability logged (docs/STRENGTH.md); limit Texas Hold'em's scripted players (the rule-based ``holdem_rules``, a
-calling station and a maniac) and their mix ``holdem_styles``, the yardstick its
-``texas_holdem`` preset evaluates against. Importing it registers them (:mod:`league.games`)."""
+response reset after each snapshot, exact exploitability logged (docs/STRENGTH.md); limit
+Texas Hold'em's scripted players (the rule-based ``holdem_rules``, a calling station and a
+maniac) and their mix ``holdem_styles``, the yardstick its ``texas_holdem`` preset evaluates
+against. Importing it registers them (:mod:`league.games`)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
 """The presets of the small bluffing games (kuhn and leduc poker, liar's dice): PSRO whose
 oracle is a PPO best response (many small updates, undiscounted returns: an episode is a few
-bets, and chips won at the end are what counts),
-reset to its initial weights after each snapshot; the league's product is the least
-exploitable mixture of its frozen players. With 20 large updates per best response (batch
-2000, lr 1e-3) the oracle found about half of a small best-response gain and PSRO stalled
-near 0.06 exploitability on kuhn (benchmarks/README.md)."""
+bets, and chips won at the end are what counts), reset to its initial weights after each
+snapshot; the league's product is the least exploitable mixture of its frozen players. With
+20 large updates per best response (batch 2000, lr 1e-3) the oracle found about half of a
+small best-response gain and PSRO stalled near 0.06 exploitability on kuhn
+(benchmarks/README.md)."""
 
 from __future__ import annotations
 
