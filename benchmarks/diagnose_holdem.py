@@ -14,8 +14,8 @@ The last line is one JSON object with the figures.
 With ``--versus OTHER``, the two checkpoints play each other instead: the first in one seat, the
 other in every other seat, every deal played once from each seat (duplicate poker, which
 cancels most of the cards' luck), and the chips a hand the first won, with the standard error
-over deals. A yardstick player ranks
-policies by how they exploit it; head to head ranks them by how they play each other.
+over deals. A yardstick player ranks policies by how they exploit it; head to head ranks them
+by how they play each other.
 
 Usage::
 

@@ -110,8 +110,7 @@ class CoordinatedLeague(TrainingLeague):
         self.exact = exact
         # meta_game "empirical" on an OpenSpiel game: measured payoffs, exact exploitability only.
         self.exact_payoffs = bool(exact_payoffs)
-        self.exploitability_interval = int(exploitability_interval)
-        self._measure = IntervalMeasure(self.exploitability_interval)
+        self._measure = IntervalMeasure(exploitability_interval)  # when exact exploitability is taken
         self.save_every = int(save_every)
         self.samplers: list[SamplerHandle] = []
         self._snapshots: dict[str, tuple[str, Weights]] = {}  # snapshot id -> (learning player, weights)

@@ -52,8 +52,7 @@ class SelfPlayLeague(TrainingLeague):
     ) -> None:
         self.pool = pool
         self.exact = exact
-        self.exploitability_interval = int(exploitability_interval)
-        self._measure = IntervalMeasure(self.exploitability_interval)
+        self._measure = IntervalMeasure(exploitability_interval)  # when exact exploitability is taken
         self.algorithm = algorithm
         self.fixed = dict(fixed)
         self.snapshot_steps = int(snapshot_steps)
