@@ -165,6 +165,23 @@ def test_rps_logs_its_plugins_exact_exploitability_as_the_headline(algo, tmp_pat
     assert headline["best"] == pytest.approx(min(measured))
 
 
+def test_leduc_holdem_logs_its_plugins_exact_exploitability_as_the_headline(tmp_path):
+    """PettingZoo's Leduc Hold'em as configs/env/leduc_holdem.yaml runs it (its preset's
+    headline), scored from RLCard's tree by the poker plug-in (league.games.poker.leduc_holdem)."""
+    from league.envs import make_env
+    from league.games.poker.leduc_holdem import LeducHoldemExploitability
+
+    values = _values("ppo", "selfplay", env="leduc_holdem", league={"exploitability_interval": 2},
+                     eval={"interval": 2, "episodes": 4, "metric": "exploitability/main", "metric_mode": "min"})  # fmt: skip
+    trainer, summary = _run(values, tmp_path / "run")
+    _check_run(trainer, summary, tmp_path / "run", "selfplay")
+    measured = [r["exploitability"]["main"] for r in _rows(tmp_path / "run") if "exploitability" in r]
+    assert len(measured) == ITERATIONS // 2 and all(0.0 < e < 7.0 for e in measured)
+    final = LeducHoldemExploitability(make_env("leduc_holdem")).exploitability(
+        trainer.algorithms["main"], trainer.learner.get_weights(["main"])["main"])
+    assert measured[-1] == pytest.approx(final, abs=1e-9) and trainer.history[-1]["headline"]["value"] == pytest.approx(final)
+
+
 @pytest.mark.parametrize(("recipe", "meta_strategy"), [("psro", "nash"), ("psro", "least_exploitable"), ("alphastar", "least_exploitable")])
 @pytest.mark.parametrize("algo", ["ppo", "dqn"])
 def test_kuhn_poker_logs_exact_exploitability(algo, recipe, meta_strategy, tmp_path):

@@ -33,7 +33,7 @@ SHIPPED = {
     "input features": (INPUT_FEATURES, "algo.params.model_kwargs.input_features", ["connect_four_threats", "tictactoe_threats"]),
     "auxiliary loss": (AUXILIARY_LOSSES, "algo.params.aux_loss", ["connect_four_search", "tictactoe_search"]),
     "scripted player": (SCRIPTED_PLAYERS, "league.fixed_opponents", ["minimax", "negamax"]),
-    "preset": (PRESETS, "preset", ["connect_four", "kuhn_poker", "leduc_poker", "liars_dice", "tictactoe"]),
+    "preset": (PRESETS, "preset", ["connect_four", "kuhn_poker", "leduc_holdem", "leduc_poker", "liars_dice", "tictactoe"]),
 }
 
 

@@ -15,7 +15,7 @@ from league.config import PYTHON_DEFAULTS, RunConfig, parse_run_config, run_conf
 from league.presets import PRESETS, Preset, apply_preset, resolve_preset
 from tests.run_helpers import composed_values
 
-SHIPPED = ("connect_four", "tictactoe", "kuhn_poker", "leduc_poker", "liars_dice")
+SHIPPED = ("connect_four", "tictactoe", "kuhn_poker", "leduc_poker", "liars_dice", "leduc_holdem")
 #: The env name each shipped preset's env file runs, where it is not the file's name.
 ENV_NAMES = {"liars_dice": "openspiel:liars_dice"}
 
@@ -169,6 +169,7 @@ def test_apply_preset_merges_mappings_and_replaces_the_rest():
     ("openspiel:hex", {"board_size": 7, "observation": "observation", "seat_planes": False}, "board_game"),
     ("openspiel:phantom_ttt", {}, None),  # imperfect information
     ("openspiel:liars_dice", {}, "liars_dice"),  # the poker plug-in's PSRO preset
+    ("pettingzoo.classic.leduc_holdem_v4", {}, "leduc_holdem"),  # scored by the poker plug-in's own tree
     ("openspiel:goofspiel", {"players": 2}, None),  # simultaneous moves
     ("openspiel:no_such_game", {}, None),  # the run's own checks report it
     ("simple_spread", {}, None),
