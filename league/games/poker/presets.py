@@ -87,7 +87,7 @@ LEDUC_HOLDEM = Preset(
     # barely moved over 540 s (0.765 -> 0.771). Self-play cycles here: with the generic PPO
     # the main policy's exploitability fell from 1.08 to 0.50 big blinds a hand in a minute,
     # then rose to 0.75 as its entropy collapsed (0.19); rock-paper-scissors' larger entropy
-    # bonus and smaller step keep it mixed (entropy ~0.5) and lower: 1.20 -> 0.43 in 200 s,
+    # bonus and smaller step keep it mixed (entropy ~0.5) and lower: 1.20 -> 0.43 in 215 s,
     # a rise to 0.73, then 0.26 at 540 s (0.66 -> 0.36, first -> last quarter). Entropy 0.03
     # or 0.05 with lr 3e-4 collapsed and rose like the generic (benchmarks/README.md).
     values={
