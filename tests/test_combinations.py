@@ -165,13 +165,14 @@ def test_rps_logs_its_plugins_exact_exploitability_as_the_headline(algo, tmp_pat
     assert headline["best"] == pytest.approx(min(measured))
 
 
-def test_leduc_holdem_logs_its_plugins_exact_exploitability_as_the_headline(tmp_path):
+@pytest.mark.parametrize("algo", ["ppo", "dqn"])
+def test_leduc_holdem_logs_its_plugins_exact_exploitability_as_the_headline(algo, tmp_path):
     """PettingZoo's Leduc Hold'em as configs/env/leduc_holdem.yaml runs it (its preset's
     headline), scored from RLCard's tree by the poker plug-in (league.games.poker.leduc_holdem)."""
     from league.envs import make_env
     from league.games.poker.leduc_holdem import LeducHoldemExploitability
 
-    values = _values("ppo", "selfplay", env="leduc_holdem", league={"exploitability_interval": 2},
+    values = _values(algo, "selfplay", env="leduc_holdem", league={"exploitability_interval": 2},
                      eval={"interval": 2, "episodes": 4, "metric": "exploitability/main", "metric_mode": "min"})  # fmt: skip
     trainer, summary = _run(values, tmp_path / "run")
     _check_run(trainer, summary, tmp_path / "run", "selfplay")

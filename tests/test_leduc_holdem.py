@@ -8,9 +8,10 @@ import pytest
 
 from league.config import parse_run_config
 from league.envs import make_env
-from league.games.poker.leduc_holdem import ENVS, LeducHoldemExploitability, best_response, build_tree
+from league.games.poker.leduc_holdem import ENVS, LeducHoldemExploitability, build_tree
 from league.policy import Policy, PolicyFactory, RandomPolicyFactory
 from league.population.exploitability_measures import EXPLOITABILITY_MEASURES
+from league.population.game_tree import best_responses
 from tests.run_helpers import composed_values
 
 
@@ -79,18 +80,17 @@ def _play(responder: int, plan: dict, policy: Policy, hands: int) -> float:
 
 
 def test_the_tree_holds_every_deal(tree):
-    assert len(tree.roots) == 48 and sum(tree.root_weight) == pytest.approx(1.0)
-    ends = [node for node, seat in enumerate(tree.player) if seat < 0]
-    assert all(sum(tree.payoff[node]) == pytest.approx(0.0) for node in ends)  # zero-sum, in big blinds
-    assert {tree.observations[0][0].shape, tree.observations[1][0].shape} == {(36,)}
+    assert len(tree.deal_weight) == 48 and sum(tree.deal_weight) == pytest.approx(1.0)
+    assert tree.game.terminal_returns.sum(axis=1) == pytest.approx(0.0)  # zero-sum, in big blinds
+    assert tree.observations.shape[1:] == (36,) and tree.game.perfect_recall
 
 
 @pytest.mark.parametrize("responder", [0, 1])
 def test_the_best_response_earns_in_the_env_what_the_tree_predicts(tree, responder):
     policy = LinearSoftmaxPolicy(seed=3)
-    other = 1 - responder
-    probs = policy.action_probabilities(np.stack(tree.observations[other]), np.stack(tree.masks[other]))
-    value, plan = best_response(tree, responder, probs)
+    values, actions = best_responses(tree.game, policy.action_probabilities(tree.observations, tree.masks), tree.masks)
+    plan = {key: int(actions[row]) for key, row in tree.rows.items() if tree.game.row_player[row] == responder}
+    value = values[responder]
     played = _play(responder, plan, policy, hands=3000)
     # A hand's chips spread by about 2.5 big blinds here: 3000 hands read +-0.05.
     assert played == pytest.approx(value, abs=0.2)

@@ -6,8 +6,10 @@ walk cannot score it. Its tree is small all the same: six cards in three ranks, 
 which seat posts the small blind) of a few dozen betting sequences each. This module walks it
 once with RLCard's own game (the rules PettingZoo steps), recording at every decision what
 the seat to act is shown (RLCard's 36-value observation, the one the policies see) and its
-legal actions. A best response then needs one batch of the policy's action probabilities
-per seat and one backward pass over the tree: its information sets have perfect recall
+legal actions, as the project's exact-evaluation summary
+(:class:`~league.population.game_tree.GameTree`). A best response is then one batch of the
+policy's action probabilities and :func:`~league.population.game_tree.best_responses`: its
+information sets have perfect recall
 (its card, the board card once shown, who posted the small blind and every action so far),
 finer than what the policy sees, so it is the strongest responder.
 
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import copy
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import permutations
 from typing import Any
 
@@ -29,41 +31,39 @@ import numpy as np
 from league.envs.base import MultiAgentEnv
 from league.policy import PolicyFactory
 from league.population.exploitability import action_probabilities
+from league.population.game_tree import GameTree, best_responses
 from league.runtime.faces import Weights
 
-__all__ = ["ENVS", "LeducHoldemExploitability", "LeducHoldemTree", "best_response", "build_tree"]
+__all__ = ["ENVS", "LeducHoldemExploitability", "LeducHoldemTree", "build_tree"]
 
 #: The env names of PettingZoo's Leduc Hold'em.
 ENVS = ("leduc_holdem", "pettingzoo.classic.leduc_holdem_v4", "pettingzoo.classic.rlcard_envs.leduc_holdem")
+
+#: Random hands played in the env to check it is the game the tree walked.
+_CHECK_HANDS = 50
 
 #: An information set of one seat: (its card's rank, the board card's rank or -1 before it is
 #: shown, the seat that posted the small blind, the actions taken so far by both seats).
 InfosetKey = tuple[int, int, int, tuple[int, ...]]
 
 
-@dataclass
+@dataclass(frozen=True)
 class LeducHoldemTree:
-    """Every hand of Leduc Hold'em, nodes in depth-first order (a parent before its children).
+    """Every hand of Leduc Hold'em as the project's exact-evaluation summary.
 
-    ``player[n]`` is the seat to act at node ``n`` (-1 at the end of a hand), ``children[n]``
-    maps each legal action to its node, ``payoff[n]`` the two seats' chips (big blinds) at an
-    end, ``obs_row[n]`` the row of ``observations[player[n]]`` (and of ``masks``) the seat is
-    shown, ``infoset[n]`` the acting seat's perfect-recall information set (a key of
-    ``infoset_keys``), ``depth[n]`` the actions taken. ``roots`` holds one node per deal
-    (the ranks drawn and the small blind's seat), drawn with probability ``root_weight``.
+    ``game`` is a :class:`~league.population.game_tree.GameTree` whose rows are the seats'
+    perfect-recall information sets (``rows`` maps each :data:`InfosetKey` to its row; row
+    ``s`` belongs to seat ``game.row_player[s]``); ``observations[s]`` and ``masks[s]`` are
+    what RLCard shows that seat there (a function of the information set), so a policy's
+    probabilities at every row are one batch. ``deal_weight`` holds the probability of each
+    of the deals (the ranks drawn and the small blind's seat).
     """
 
-    player: list[int] = field(default_factory=list)
-    children: list[dict[int, int]] = field(default_factory=list)
-    payoff: list[tuple[float, float]] = field(default_factory=list)
-    obs_row: list[int] = field(default_factory=list)
-    infoset: list[int] = field(default_factory=list)
-    depth: list[int] = field(default_factory=list)
-    roots: list[int] = field(default_factory=list)
-    root_weight: list[float] = field(default_factory=list)
-    observations: tuple[list[np.ndarray], list[np.ndarray]] = field(default_factory=lambda: ([], []))
-    masks: tuple[list[np.ndarray], list[np.ndarray]] = field(default_factory=lambda: ([], []))
-    infoset_keys: list[InfosetKey] = field(default_factory=list)
+    game: GameTree
+    rows: dict[InfosetKey, int]
+    observations: np.ndarray
+    masks: np.ndarray
+    deal_weight: tuple[float, ...]
 
 
 def build_tree() -> LeducHoldemTree:
@@ -74,46 +74,48 @@ def build_tree() -> LeducHoldemTree:
     game: Any = encoder.game
     game.init_game()
     deck = [*game.dealer.deck, *(player.hand for player in game.players)]  # the six cards
-    tree = LeducHoldemTree()
-    rows: tuple[dict[bytes, int], dict[bytes, int]] = ({}, {})
-    infosets: dict[InfosetKey, int] = {}
+    rows: dict[InfosetKey, int] = {}
+    row_player: list[int] = []
+    parent: list[tuple[int, int]] = []  # the seat's previous own (row, action), (-1, -1) at its first
+    depth: list[int] = []
+    observations: list[np.ndarray] = []
+    masks: list[np.ndarray] = []
+    chances: list[float] = []
+    returns: list[tuple[float, float]] = []
+    paths: list[list[tuple[int, int]]] = []
 
     def rank(card: Any) -> int:
         return int(encoder.card2index[card.get_index()]) if card is not None else -1
 
-    def visit(state: Any, history: tuple[int, ...], small_blind: int) -> int:
-        node = len(tree.player)
-        tree.children.append({})
-        tree.depth.append(len(history))
+    def visit(state: Any, chance: float, small_blind: int, history: tuple[int, ...],
+              path: list[tuple[int, int]], last: tuple[tuple[int, int], ...]) -> None:  # fmt: skip
         if state.is_over():
-            tree.player.append(-1)
             first, second = state.get_payoffs()
-            tree.payoff.append((float(first), float(second)))
-            tree.obs_row.append(-1)
-            tree.infoset.append(-1)
-            return node
+            chances.append(chance)
+            returns.append((float(first), float(second)))
+            paths.append(list(path))
+            return
         seat = int(state.game_pointer)
-        shown = encoder._extract_state(state.get_state(seat))
-        obs = np.asarray(shown["obs"], dtype=np.float32)
-        mask = np.zeros(len(encoder.actions), dtype=np.int8)
-        mask[list(shown["legal_actions"])] = 1
-        key = obs.tobytes() + mask.tobytes()
-        if key not in rows[seat]:
-            rows[seat][key] = len(tree.observations[seat])
-            tree.observations[seat].append(obs)
-            tree.masks[seat].append(mask)
-        info: InfosetKey = (rank(state.players[seat].hand), rank(state.public_card), small_blind, history)
-        tree.player.append(seat)
-        tree.payoff.append((0.0, 0.0))
-        tree.obs_row.append(rows[seat][key])
-        tree.infoset.append(infosets.setdefault(info, len(infosets)))
-        for action in np.flatnonzero(mask):
+        key: InfosetKey = (rank(state.players[seat].hand), rank(state.public_card), small_blind, history)
+        if key not in rows:
+            shown = encoder._extract_state(state.get_state(seat))
+            mask = np.zeros(len(encoder.actions), dtype=np.int8)
+            mask[list(shown["legal_actions"])] = 1
+            rows[key] = len(row_player)
+            row_player.append(seat)
+            parent.append(last[seat])
+            depth.append(0 if last[seat][0] < 0 else depth[last[seat][0]] + 1)
+            observations.append(np.asarray(shown["obs"], dtype=np.float32))
+            masks.append(mask)
+        row = rows[key]
+        for action in np.flatnonzero(masks[row]):
             # A copy per child, not RLCard's step_back: stepping back there left hands paid
             # as other outcomes (a tied J-J showdown paid 4 big blinds), and 0.3 s are not worth it.
             child = copy.deepcopy(state)
             child.step(encoder.actions[action])
-            tree.children[node][int(action)] = visit(child, history + (int(action),), small_blind)
-        return node
+            decision = (row, int(action))
+            seen = (decision, last[1]) if seat == 0 else (last[0], decision)
+            visit(child, chance, small_blind, history + (int(action),), [*path, decision], seen)
 
     # Suits decide nothing (RLCard shows and compares ranks only): one deal per ranks drawn,
     # weighted by how many of the 120 ordered draws of three cards give them.
@@ -123,14 +125,29 @@ def build_tree() -> LeducHoldemTree:
         ranks = (rank(cards[0]), rank(cards[1]), rank(cards[2]))
         draws.setdefault(ranks, list(cards))
         counts[ranks] += 1
+    weights = []
     for ranks, (first, second, board) in draws.items():
         for small_blind in (0, 1):
             state = copy.deepcopy(game)
             _deal(state, first, second, board, small_blind)
-            tree.roots.append(visit(state, (), small_blind))
-            tree.root_weight.append(counts[ranks] / (2 * sum(counts.values())))
-    tree.infoset_keys = [key for key, _ in sorted(infosets.items(), key=lambda item: item[1])]
-    return tree
+            weights.append(counts[ranks] / (2 * sum(counts.values())))
+            visit(state, weights[-1], small_blind, (), [], ((-1, -1), (-1, -1)))
+    num_rows, width = len(row_player), max(len(p) for p in paths)
+    padded = np.array([p + [(num_rows, 0)] * (width - len(p)) for p in paths], dtype=np.int64)
+    levels = np.asarray(depth)
+    tree = GameTree(
+        state_lookup={str(key): row for key, row in rows.items()},
+        row_player=np.asarray(row_player),
+        parent_row=np.asarray([r for r, _ in parent]),
+        parent_action=np.asarray([a for _, a in parent]),
+        levels=tuple(np.flatnonzero(levels == d) for d in range(int(levels.max()) + 1)),
+        perfect_recall=True,  # the keys hold the seat's card, the board and every action so far
+        terminal_chance=np.asarray(chances),
+        terminal_returns=np.asarray(returns, dtype=np.float64),
+        path_rows=padded[:, :, 0],
+        path_actions=padded[:, :, 1],
+    )
+    return LeducHoldemTree(tree, rows, np.stack(observations), np.stack(masks), tuple(weights))
 
 
 def _deal(state: Any, first: Any, second: Any, board: Any, small_blind: int) -> None:
@@ -147,44 +164,6 @@ def _deal(state: Any, first: Any, second: Any, board: Any, small_blind: int) -> 
     state.round_counter = 0
 
 
-def best_response(tree: LeducHoldemTree, responder: int, probs: np.ndarray) -> tuple[float, dict[InfosetKey, int]]:
-    """A best response in seat ``responder`` to the other seat playing ``probs[row]`` (its
-    action probabilities at each row of ``tree.observations[other]``): its expected chips a
-    hand and its action at each of its information sets (a key of ``tree.infoset_keys``)."""
-    other = 1 - responder
-    size = len(tree.player)
-    reach = np.zeros(size)  # chance times the other seat's probabilities of reaching a node
-    reach[tree.roots] = tree.root_weight
-    for node in range(size):  # parents come before their children
-        seat = tree.player[node]
-        for action, child in tree.children[node].items():
-            reach[child] = reach[node] * (probs[tree.obs_row[node], action] if seat == other else 1.0)
-    by_depth: dict[int, list[int]] = defaultdict(list)
-    for node, depth in enumerate(tree.depth):
-        by_depth[depth].append(node)
-    value = np.zeros(size)  # the responder's expected chips from a node on
-    choice: dict[int, int] = {}
-    for depth in sorted(by_depth, reverse=True):  # an information set's nodes share a depth
-        scores: dict[int, dict[int, float]] = defaultdict(lambda: defaultdict(float))
-        for node in by_depth[depth]:
-            if tree.player[node] == responder:
-                for action, child in tree.children[node].items():
-                    scores[tree.infoset[node]][action] += reach[node] * value[child]
-        for infoset, by_action in scores.items():
-            choice[infoset] = max(by_action, key=lambda a: by_action[a])
-        for node in by_depth[depth]:
-            seat = tree.player[node]
-            if seat < 0:
-                value[node] = tree.payoff[node][responder]
-            elif seat == responder:
-                value[node] = value[tree.children[node][choice[tree.infoset[node]]]]
-            else:
-                row = probs[tree.obs_row[node]]
-                value[node] = sum(row[action] * value[child] for action, child in tree.children[node].items())
-    mean = float(np.dot(value[tree.roots], tree.root_weight))
-    return mean, {tree.infoset_keys[infoset]: action for infoset, action in choice.items()}
-
-
 class LeducHoldemExploitability:
     """Exact exploitability of a policy in the Leduc Hold'em that ``env`` plays.
 
@@ -192,18 +171,20 @@ class LeducHoldemExploitability:
     every observation and action mask it shows and every return must be one of the tree's.
     """
 
-    def __init__(self, env: MultiAgentEnv, check_hands: int = 50) -> None:
+    def __init__(self, env: MultiAgentEnv) -> None:
         agents = list(env.possible_agents)
         if len(agents) != 2:
             raise ValueError(f"Leduc Hold'em's exploitability needs two players, env has {agents}")
         self.agents = agents
         self.tree = build_tree()
-        self._check(env, check_hands)
+        self._check(env, _CHECK_HANDS)
 
     def _check(self, env: MultiAgentEnv, hands: int) -> None:
         """Play ``hands`` uniformly random hands in ``env``; ValueError on anything the tree lacks."""
-        shown = [{o.tobytes() + m.tobytes() for o, m in zip(self.tree.observations[s], self.tree.masks[s])} for s in (0, 1)]
-        returns = {p for node, p in enumerate(self.tree.payoff) if self.tree.player[node] < 0}
+        tree = self.tree
+        shown = [{o.tobytes() + m.tobytes() for o, m, p in zip(tree.observations, tree.masks, tree.game.row_player) if p == s}
+                 for s in (0, 1)]  # fmt: skip
+        returns = {(float(a), float(b)) for a, b in tree.game.terminal_returns}
         rng = np.random.default_rng(0)
         for hand in range(hands):
             step = env.reset(seed=hand)
@@ -227,8 +208,6 @@ class LeducHoldemExploitability:
         """The best response's gain a hand (big blinds) against the policy, both seats averaged."""
         policy = factory.make_policy(seed=0, learns=False)
         policy.set_weights(dict(weights))
-        gains = []
-        for seat in (0, 1):
-            obs, masks = np.stack(self.tree.observations[seat]), np.stack(self.tree.masks[seat])
-            gains.append(best_response(self.tree, 1 - seat, action_probabilities(policy, obs, masks))[0])
-        return float(np.mean(gains))
+        probs = action_probabilities(policy, self.tree.observations, self.tree.masks)
+        values, _ = best_responses(self.tree.game, probs, self.tree.masks)
+        return float(np.mean(values))
