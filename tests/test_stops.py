@@ -335,10 +335,9 @@ def test_shipped_pistonball_finishes_and_evaluates_episodes_in_a_short_run(tmp_p
     assert wall <= budget + 15, f"league-train stop.time_s={budget} ran {wall:.1f} s"
 
 
-def test_the_time_budget_is_spent_once_less_than_half_a_training_step_is_left():
+def test_the_time_budget_is_spent_once_less_than_a_training_step_is_left():
     # A training step waits for a whole batch (seconds on an image env): with 1 s of a 10 s
-    # budget left, a 3 s step would end 2 s late, so the run stops now (0.5 s early at most
-    # for a 1 s step would still be late: it goes on).
+    # budget left, a 1.5 s step would end 0.5 s late, so the run stops now; a 0.8 s step fits.
     from league.config import StopConfig
     from league.run.budget import Budget
     from league.run.evaluation import EvaluationRounds
@@ -346,7 +345,42 @@ def test_the_time_budget_is_spent_once_less_than_half_a_training_step_is_left():
 
     budget = Budget(StopConfig(env_steps=0, iterations=0, time_s=10.0, win_rate=0.0), start=time.perf_counter() - 9.0)
     clock, rounds = RunClock(), EvaluationRounds("random", 4)
-    budget.step_s = 1.0
-    assert not budget.reached(clock, rounds) and not budget.past_deadline(budget.step_s / 2)
-    budget.step_s = 3.0
-    assert budget.reached(clock, rounds) and budget.past_deadline(budget.step_s / 2)
+    budget.step_s = 0.8
+    assert not budget.reached(clock, rounds) and not budget.past_deadline(budget.step_s)
+    budget.step_s = 1.5
+    assert budget.reached(clock, rounds) and budget.past_deadline(budget.step_s)
+
+
+def test_a_remote_samplers_episodes_are_fetched_beside_its_sample_in_flight(ray_session):
+    # On pistonball a fragment takes 10-16 s: queued behind one, the end of a run's (and every
+    # checkpoint's) fetch of the finished episodes waited as long, 17 s past stop.time_s. A
+    # sampler from make_remote_samplers answers on its bookkeeping thread instead.
+    from league.algos import make_algorithm
+    from league.envs import make_env
+    from league.sampling import FixedMatchups, make_remote_samplers
+
+    env = make_env("tictactoe")
+    algo = make_algorithm("ppo", env.spec(env.possible_agents[0]), {"model": "mlp"})
+    matchups = FixedMatchups({a: "main" for a in env.possible_agents})
+    env.close()
+    sampler = make_remote_samplers(1, num_cpus=0, env="tictactoe", policies={"main": algo}, matchups=matchups, num_envs=1,
+                                   fragment_length=4000, seed=0)[0]  # fmt: skip
+    recorded: list[dict[str, Any]] = []
+
+    class League:
+        def record(self, episodes: list[dict[str, Any]]) -> None:
+            recorded.extend(episodes)
+
+    try:
+        first = ray_session.get(sampler.sample.remote())  # tic-tac-toe games end every 5-9 steps
+        feed, league = EpisodeFeed(), League()
+        in_flight = sampler.sample.remote()
+        feed.next([sampler], league)  # asks: the first fragment's episodes, and any of this one's so far
+        feed.flush([sampler], league)
+        ready, _ = ray_session.wait([in_flight], timeout=0)
+        assert not ready, "the flush returned while the fragment was still being sampled"
+        assert len(recorded) >= first.env_steps // 9, "the first fragment's episodes were fetched"
+        assert ray_session.get(in_flight).env_steps == 4000, "the fragment in flight finished undisturbed"
+        assert len(feed.next([sampler], league)) >= 4000 // 9 - 1, "and its episodes come with the next fetch"
+    finally:
+        ray_session.kill(sampler)

@@ -1,7 +1,9 @@
 """Episode results on their way from the samplers to the league, and evaluation rounds.
 
-:class:`EpisodeFeed` fetches finished training episodes one iteration late, so the driver
-never waits behind a ``sample()`` in flight, and records them in the league.
+:class:`EpisodeFeed` fetches finished training episodes one iteration late, and records them
+in the league; a remote sampler answers on its bookkeeping thread
+(:data:`~league.sampling.BOOKKEEPING_GROUP`), so no fetch waits behind a ``sample()`` in flight,
+not even the one before a checkpoint or at the run's end.
 :class:`EvaluationRounds` plays greedy games of every learning policy against the fixed
 evaluation opponent (co-op sides: with each other, :data:`~league.run.headline.TEAMMATES`),
 plus the league's own scheduled games, on the samplers' separate env copies, without
@@ -18,11 +20,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from league.run.headline import TEAMMATES
-from league.runtime.actors import Pending, is_ray_actor, resolve, resolve_lenient, submit
+from league.runtime.actors import Pending, is_ray_actor, resolve, resolve_lenient, submit, submit_in_group
 from league.runtime.faces import SamplerFace, SamplerHandle
 from league.leagues import TrainingLeague
 from league.population.scripted import scripted_members
-from league.sampling import MatchupBatch, MatchupSource, OpponentSampling
+from league.sampling import MatchupBatch, MatchupSource, OpponentSampling, bookkeeping_group
 
 #: Iterations in a row without a finished training episode before a warning says why.
 QUIET_ITERATIONS_WARNING = 4
@@ -108,7 +110,7 @@ class EpisodeFeed:
             self.warn_quiet(f"{self._quiet_iterations} iterations" if self.finished else f"the first {max(quiet_s, 0):.0f} s")
         league.record(fresh)
         out, self._flushed = self._flushed + fresh, []
-        self._pending = [submit(s, SamplerFace.pop_episode_stats) for s in samplers]
+        self._pending = [submit_in_group(s, bookkeeping_group(s), SamplerFace.pop_episode_stats) for s in samplers]
         self._asked_at = time.perf_counter()
         return out
 

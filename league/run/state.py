@@ -147,7 +147,7 @@ class Run:
             self.clock.env_steps = int(self.plan.metrics.counters.get(NUM_ENV_STEPS_SAMPLED, self.clock.env_steps))
             if self.clock.env_steps - start >= minimum.min_env_steps and time.perf_counter() - t0 >= minimum.min_time_s:
                 return items
-            if budget.past_deadline(budget.step_s / 2):
+            if budget.past_deadline(budget.step_s):
                 return items
 
     def rebuild_plan(self) -> None:

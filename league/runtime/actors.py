@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from typing_extensions import TypeIs
 
 __all__ = [
-    "Pending", "is_ray_actor", "is_actor_death", "call", "call_all", "submit", "resolve", "resolve_lenient", "share",
+    "Pending", "is_ray_actor", "is_actor_death", "call", "call_all", "submit", "submit_in_group", "resolve", "resolve_lenient", "share",
     "passed_on", "provides", "actor_handle", "check_same_kind",
 ]
 
@@ -85,6 +85,18 @@ def submit(obj: Remote[T], method: Callable[Concatenate[T, P], R], *args: P.args
     if is_ray_actor(obj):
         return cast("ObjectRef[R]", fn.remote(*args, **kwargs))
     return cast(R, fn(*args, **kwargs))
+
+
+def submit_in_group(
+    obj: Remote[T], group: str | None, method: Callable[Concatenate[T, P], R], *args: P.args, **kwargs: P.kwargs
+) -> Pending[R]:
+    """:func:`submit`, run by an actor in its concurrency ``group`` (its own thread, beside the
+    calls in flight in others) where ``group`` is given; the actor must have been made with that
+    group (Ray kills an actor asked for one it lacks)."""
+    if group is None or not is_ray_actor(obj):
+        return submit(obj, method, *args, **kwargs)
+    fn = _method(obj, method)
+    return cast("ObjectRef[R]", fn.options(concurrency_group=group).remote(*args, **kwargs))
 
 
 def resolve(pending: Sequence[Pending[R]], objs: Sequence[object]) -> list[R]:

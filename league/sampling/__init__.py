@@ -12,11 +12,13 @@ from league.sampling.matchups import (
     PoolMatchups,
     UniformMatchups,
 )
-from league.sampling.sampler import Sampler, make_remote_samplers
+from league.sampling.sampler import BOOKKEEPING_GROUP, Sampler, bookkeeping_group, make_remote_samplers
 
 __all__ = [
     "Sampler",
     "make_remote_samplers",
+    "BOOKKEEPING_GROUP",
+    "bookkeeping_group",
     "EnvFailure",
     "Matchup",
     "MatchupBatch",

@@ -38,6 +38,8 @@ Python per step) this one's columns and episodes are tested against.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from league.batch import Columns as C
@@ -156,6 +158,9 @@ class BatchedRunner:
         self._finals: dict[int, dict[str, np.ndarray]] = {}  # truncated row id -> bootstrap step
         self.episode_stats: list[dict] = []
         self.dropped_episode_stats = 0
+        # A remote sampler hands the statistics over from its bookkeeping thread while its
+        # sampling thread records more (league.sampling.sampler.BOOKKEEPING_GROUP).
+        self._stats_lock = threading.Lock()
         # Per-copy episode quotas (evaluation): None plays on for ever.
         self.quota: np.ndarray | None = None
         self.episodes_completed = np.zeros(n, dtype=np.int64)
@@ -311,10 +316,17 @@ class BatchedRunner:
         matchup = self._matchup[i]
         if matchup is None:  # not reached: an episode that ends was started with a matchup
             raise RuntimeError(f"env copy {i} finished an episode without a matchup")
-        self.dropped_episode_stats += bound_episode_stats(self.episode_stats)
-        self.episode_stats.append(
-            episode_record(int(self._eps_id[i]), int(self._length[i]), returns, dict(matchup.policies))
-        )
+        record = episode_record(int(self._eps_id[i]), int(self._length[i]), returns, dict(matchup.policies))
+        with self._stats_lock:
+            self.dropped_episode_stats += bound_episode_stats(self.episode_stats)
+            self.episode_stats.append(record)
+
+    def take_episode_stats(self) -> list[dict]:
+        """The finished episodes' statistics recorded so far, leaving none (safe beside a
+        :meth:`step` in another thread)."""
+        with self._stats_lock:
+            stats, self.episode_stats = self.episode_stats, []
+        return stats
 
     # Output ---------------------------------------------------------------------
     def drain(self) -> dict[str, list[SampleBatch]]:

@@ -16,12 +16,16 @@ the sampler builds no model: each policy with parameters is hosted on the server
 sampler's :class:`~league.sampling.inference.ServedPolicy` stand-ins call (one round trip per
 step); membership, weights and exploration resets are forwarded to it, and parameter-free
 policies (the random fixed member, scripted players) still run here.
+
+A remote sampler runs its bookkeeping calls (:data:`BOOKKEEPING_GROUP`) on a thread of their
+own, so the driver's fetch of finished episodes does not wait behind a ``sample()`` in flight.
 """
 
 from __future__ import annotations
 
 import secrets
 import time
+import weakref
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +44,15 @@ from league.sampling.matchups import BlockedMatchups, MatchupSource
 if TYPE_CHECKING:
     from ray.actor import ActorHandle
 
-__all__ = ["Sampler", "make_remote_samplers"]
+__all__ = ["Sampler", "make_remote_samplers", "BOOKKEEPING_GROUP", "bookkeeping_group"]
+
+#: The Ray concurrency group (one thread) in which a remote sampler from
+#: :func:`make_remote_samplers` runs :meth:`Sampler.pop_episode_stats`: beside a ``sample()``
+#: call in flight rather than after it. On pistonball a fragment takes 10-16 s; queued behind
+#: one, the end of a run's fetch of its last episodes overran ``stop.time_s`` by 17 s, and
+#: every checkpoint (which records them first) stalled as long.
+BOOKKEEPING_GROUP = "bookkeeping"
+_GROUPED: weakref.WeakSet[Any] = weakref.WeakSet()  # the remote samplers made with that group
 
 
 class Sampler:
@@ -133,9 +145,9 @@ class Sampler:
         return MultiAgentBatch({pid: SampleBatch.concat(c) for pid, c in chunks.items()}, steps)
 
     def pop_episode_stats(self) -> list[dict]:
-        """Statistics of training episodes finished since the last call."""
-        stats, self._runner.episode_stats = self._runner.episode_stats, []
-        return stats
+        """Statistics of training episodes finished since the last call (safe to call on the
+        :data:`BOOKKEEPING_GROUP` thread while :meth:`sample` runs)."""
+        return self._runner.take_episode_stats()
 
     def evaluate(
         self, num_episodes: int, matchups: MatchupSource, explore: bool = False, time_limit_s: float | None = None,
@@ -165,12 +177,12 @@ class Sampler:
             self._eval_runner = self._make_eval_runner(matchups, n_envs)
         runner = self._eval_runner
         runner.matchups = matchups
-        runner.episode_stats = []
+        runner.take_episode_stats()  # a round's own episodes only
         runner.reset_all(quota=[num_episodes // n_envs + (1 if i < num_episodes % n_envs else 0) for i in range(n_envs)])
         steps, max_steps = 0, max_env_steps or None
         while runner.active.any() and (deadline is None or time.perf_counter() < deadline) and (max_steps is None or steps < max_steps):
             steps += runner.step(explore=explore)
-        stats, runner.episode_stats = runner.episode_stats, []
+        stats = runner.take_episode_stats()
         self._forget_retired()
         return stats
 
@@ -288,7 +300,7 @@ class Sampler:
         played before that used freshly initialised policies.
         """
         self._runner.reset_all()
-        self._runner.episode_stats = []
+        self._runner.take_episode_stats()  # dropped with the episodes
 
     def incarnation(self) -> str:
         """A random id of this sampler's process life, drawn on the first call.
@@ -307,11 +319,23 @@ def make_remote_samplers(num_samplers: int, num_cpus: float = 1, **sampler_kwarg
     """``num_samplers`` Ray actors running :class:`Sampler` (``num_cpus`` each, restartable).
 
     Task events are off: Ray's GCS would otherwise keep a record of every ``sample()``
-    call (a few KB each, up to 100k), memory a days-long run never gets back.
+    call (a few KB each, up to 100k), memory a days-long run never gets back. Each has a
+    :data:`BOOKKEEPING_GROUP` thread beside the one that samples (:func:`bookkeeping_group`).
     """
     import ray
 
     # Ray's stubs of remote(**options) omit enable_task_events, one of its documented options.
-    actor_cls = ray.remote(num_cpus=num_cpus, max_restarts=3, enable_task_events=False)(Sampler)  # type: ignore[call-overload]
+    actor_cls = ray.remote(  # type: ignore[call-overload]
+        num_cpus=num_cpus, max_restarts=3, enable_task_events=False, concurrency_groups={BOOKKEEPING_GROUP: 1}
+    )(Sampler)
     base_seed = sampler_kwargs.pop("seed", 0)
-    return [actor_cls.remote(seed=base_seed, worker_index=i, **sampler_kwargs) for i in range(num_samplers)]
+    samplers = [actor_cls.remote(seed=base_seed, worker_index=i, **sampler_kwargs) for i in range(num_samplers)]
+    _GROUPED.update(samplers)
+    return samplers
+
+
+def bookkeeping_group(sampler: object) -> str | None:
+    """:data:`BOOKKEEPING_GROUP` for a remote sampler made by :func:`make_remote_samplers`, else
+    None (a local sampler, or an actor made otherwise: a Ray actor asked to run a call in a
+    concurrency group it lacks dies)."""
+    return BOOKKEEPING_GROUP if sampler in _GROUPED else None
