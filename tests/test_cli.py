@@ -12,13 +12,15 @@ from pathlib import Path
 import pytest
 
 from league.algos import make_algorithm
-from league.checkpoint import write_checkpoint
+from league.checkpoint import find_checkpoint, read_checkpoint, write_checkpoint
 from league.cli.eval import main as eval_main
-from league.cli.eval import parse_args
+from league.cli.eval import algorithm_params, parse_args
 from league.cli.train import run_job
 from league.config import parse_run_config
 from league.envs import make_env
+from league.leagues.builder import exploitability_measure
 from league.learn import Learner
+from league.population.scripted import scripted_factory
 
 # A tiny run: tic-tac-toe, one in-process sampler, small PPO batches.
 TINY = [
@@ -121,6 +123,7 @@ def test_league_eval_argument_errors(argv, message):
         (["opening_plies=9"], "opening_plies=9: 100 openings drawn on 'tictactoe' all ended the game"),
         (["policies=[meta_strategy]"], "meta_strategy is the mixture a league solves over its frozen players"),
         (["opponents=[meta_strategy]"], "this run is env 'tictactoe', league.recipe 'selfplay'"),
+        (["exploitability=true"], "no exact exploitability for env 'tictactoe'"),
     ],
 )
 def test_league_eval_refuses_bad_matches(checkpoint, capsys, extra, message):
@@ -254,14 +257,47 @@ def test_league_eval_plays_the_meta_strategy_of_a_league_run(recipe, tmp_path, c
     assert out.returncode == 0, out.stderr[-3000:]
     solved = json.loads((run / "summary.json").read_text())["meta_strategy"]
     assert len(solved) >= 2
-    result = _eval_json(run, tmp_path, "policies=[meta_strategy]", "opponents=[random,main@v0]", "episodes=40", "explore=true")
+    result = _eval_json(run, tmp_path, "policies=[meta_strategy,main]", "opponents=[random,main@v0]", "episodes=40", "explore=true",
+                        "exploitability=true")
     assert result["meta_strategy"] == pytest.approx(solved, abs=1e-6)
+    # Its exact exploitability and the learning policy's (with the checkpoint's weights).
+    exploitability = result["exploitability"]
+    assert set(exploitability) == {"meta_strategy", "main"} and all(0.0 <= v < 2.0 for v in exploitability.values())
+    ckpt = read_checkpoint(find_checkpoint(run))
+    kuhn = make_env("kuhn_poker")
+    name, params = algorithm_params(ckpt.config, "main")
+    main = make_algorithm(name, kuhn.spec(kuhn.possible_agents[0]), params)
+    measured = exploitability_measure("kuhn_poker", {}).exploitability(main, ckpt.policies["main"])
+    assert exploitability["main"] == pytest.approx(measured, abs=1e-5)
+    fresh = main.make_policy(seed=1).get_weights()
+    assert measured != pytest.approx(exploitability_measure("kuhn_poker", {}).exploitability(main, fresh), abs=1e-4), "weights matter"
+    assert "exploitability (a best response's gain a game): meta_strategy" in capsys.readouterr().out
+    result = _eval_json(run, tmp_path, "policies=[meta_strategy]", "opponents=[random,main@v0]", "episodes=40", "explore=true")
     assert [(r["policy"], r["opponent"], r["wins"] + r["draws"] + r["losses"]) for r in result["results"]] == [
         ("meta_strategy", "random", 40), ("meta_strategy", "main@v0", 40)]
     assert "meta_strategy: main" in capsys.readouterr().out
     # And as an opponent of the learning policy.
     result = _eval_json(run, tmp_path, "policies=[main]", "opponents=[meta_strategy]", "episodes=10")
     assert [(r["policy"], r["opponent"]) for r in result["results"]] == [("main", "meta_strategy")]
+
+
+def test_exact_exploitability_of_openspiel_games_and_of_plugin_measures():
+    # Kuhn poker's uniform random policy: 0.4583 a hand (OpenSpiel's NashConv / 2);
+    # rock-paper-scissors' (its plug-in's measure) is its equilibrium: 0.
+
+    for name, expected in (("kuhn_poker", 0.458333), ("rps", 0.0)):
+        env = make_env(name)
+        uniform = scripted_factory("random", env.spec(env.possible_agents[0]))
+        env.close()
+        assert exploitability_measure(name, {}).exploitability(uniform, {}) == pytest.approx(expected, abs=1e-5)
+    with pytest.raises(ValueError, match="no exact exploitability for env 'connect_four'"):
+        exploitability_measure("connect_four", {})
+
+
+def test_league_eval_help_describes_every_key(capsys):
+    assert eval_main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert all(f"``{name}``" in out for name in asdict(parse_args(["checkpoint=x"])))
 
 
 def test_league_eval_has_no_meta_strategy_before_the_first_snapshot(tmp_path, capsys):

@@ -40,6 +40,11 @@ Arguments are ``key=value`` pairs (lists in brackets, as in Hydra overrides):
   leaf value, or a random rollout for a policy without one), on any env with a simulator
   (every perfect-information ``openspiel:<game>``, and the envs game plug-ins register:
   ``connect_four``, ``tictactoe``);
+- ``exploitability`` (false): also the exact exploitability of each evaluated policy (the
+  policy itself, without ``search``; ``meta_strategy`` too): what a best response gains a game
+  against it, above the game's value, averaged over the seats; on every OpenSpiel game small
+  enough to walk (kuhn_poker, leduc_poker, liars_dice...) and the envs whose game plug-in
+  registers a measure (``leduc_holdem``, ``rps``); another env is refused;
 - ``search_method`` (``puct``): the search ``search`` plays: ``puct``, or ``gumbel`` (Gumbel
   AlphaZero's sequential halving over the same prior and value, :mod:`league.search.gumbel`);
 - ``mcts``, as an opponent, on the same envs: UCT with random rollouts (OpenSpiel's own
@@ -56,7 +61,8 @@ the agent that acts first after ``reset``), with the win rate counting a draw as
 and Elo ratings of every player from these games (K=32, start 1200; the pairs' games are
 interleaved so no pair's games all count last). The ``output`` JSON has the same, each
 result's ``seats`` listing per-seat counts (the agent of each seat under ``seats`` at the
-top), and under ``tactics`` each test's figures per policy when asked for.
+top), under ``tactics`` each test's figures per policy and under ``exploitability`` each
+policy's when asked for. ``league-eval --help`` prints this text.
 """
 
 from __future__ import annotations
@@ -99,6 +105,7 @@ class EvalArgs:
     search: int = 0
     search_method: str = "puct"
     mcts_simulations: int = 1000
+    exploitability: bool = False
 
 
 #: The opponent name of the MCTS yardstick (:mod:`league.search.mcts`).
@@ -141,7 +148,7 @@ def parse_args(argv: Sequence[str]) -> EvalArgs:
     known = {f.name for f in fields(EvalArgs)}
     for arg in argv:
         if "=" not in arg:
-            raise ValueError(f"arguments are key=value pairs, got {arg!r} (keys: {sorted(known)})")
+            raise ValueError(f"arguments are key=value pairs, got {arg!r} (keys: {sorted(known)}; league-eval --help describes them)")
     try:
         values = config_dict(OmegaConf.to_container(OmegaConf.from_dotlist(list(argv))), "the arguments")
     except Exception as err:  # OmegaConf's grammar errors have several types
@@ -164,7 +171,7 @@ def parse_args(argv: Sequence[str]) -> EvalArgs:
         value = getattr(args, name)
         if not isinstance(value, int) or isinstance(value, bool) or value < low:
             raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-    for name in ("explore", "scripted_random_ties", "tactics"):
+    for name in ("explore", "scripted_random_ties", "tactics", "exploitability"):
         if not isinstance(getattr(args, name), bool) and not (name == "explore" and args.explore is None):
             raise ValueError(f"{name} must be true or false, got {getattr(args, name)!r}")
     from league.search import SEARCH_PLAYERS
@@ -204,16 +211,19 @@ def evaluate_checkpoint(
     search: int = 0,
     mcts_simulations: int = 1000,
     search_method: str = "puct",
+    exploitability: bool = False,
 ) -> tuple[list[PairResult], dict[str, float], dict[str, Any]]:
     """Play every (policy, opponent) pair; returns the results, Elo ratings and checkpoint
     info (with ``seats``: the agent of each seat, ``turn_based``: whether it is a two-player
     turn-based game, and ``tactics`` when asked for). ``search``: the policies play with a
     search (``search_method``: ``puct`` or ``gumbel``) of that many simulations;
     ``mcts_simulations``: the ``mcts`` opponent's. ``explore``: policies sample their actions
-    (None: as the checkpoint's run evaluated, its ``eval.explore``; ``info["explore"]`` says which)."""
+    (None: as the checkpoint's run evaluated, its ``eval.explore``; ``info["explore"]`` says which).
+    ``exploitability``: ``info["exploitability"]`` holds each policy's exact exploitability."""
     from league.algos import make_algorithm
     from league.checkpoint import find_checkpoint, read_checkpoint
     from league.cli import eval_games
+    from league.leagues.builder import exploitability_measure
     from league.population.ratings import Elo, RatingTable
     from league.search import MCTSFactory, SearchFactory, simulator_for
     from league.search.player import check_simulations
@@ -228,6 +238,7 @@ def evaluate_checkpoint(
     if opening_plies and not turn_based:
         raise ValueError(f"opening_plies needs a two-player turn-based env; {env_cfg['name']!r} has agents {order}, not one acting at a time")
     tactics_tests = tactics_for(spec, env_cfg["name"]) if tactics else {}
+    measure = exploitability_measure(env_cfg["name"], env_kwargs) if exploitability else None  # refused before any game
     learning = list(ckpt.league.get("learning") or [])
     players = list(policies) if policies else learning
     unknown = [p for p in players if p not in ckpt.policies and p != META_STRATEGY]
@@ -291,6 +302,8 @@ def evaluate_checkpoint(
         info["meta_strategy"] = mixture
     if tactics:
         info["tactics"] = eval_games.tactics(tactics_tests, plain, weights, players, seed)
+    if measure is not None:
+        info["exploitability"] = {pid: round(measure.exploitability(plain[pid], weights.get(pid, {})), 6) for pid in players}
     return results, elo, info
 
 
@@ -384,6 +397,9 @@ def _print(
     if "meta_strategy" in info:
         weights = ", ".join(f"{pid} {w:.3f}" for pid, w in info["meta_strategy"].items() if w > 0)
         console.print(f"{META_STRATEGY}: {weights}", soft_wrap=True, highlight=False, markup=False)
+    if "exploitability" in info:
+        figures = ", ".join(f"{pid} {value:.4f}" for pid, value in info["exploitability"].items())
+        console.print(f"exploitability (a best response's gain a game): {figures}", soft_wrap=True, highlight=False, markup=False)
     for name, figures in info.get("tactics", {}).items():
         test = TACTICS.get(name, "tactics")
         cells = {pid: test.cells(f) for pid, f in figures.items()}
@@ -397,11 +413,16 @@ def _print(
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Console-script entry point; returns the exit status (2 for bad arguments or checkpoints)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if any(arg in ("-h", "--help") for arg in argv):
+        print(__doc__)
+        return 0
     try:
-        args = parse_args(sys.argv[1:] if argv is None else argv)
+        args = parse_args(argv)
         results, elo, info = evaluate_checkpoint(
             args.checkpoint, args.opponents, args.policies, args.episodes, args.explore, args.seed, args.num_envs, args.depth,
             args.scripted_random_ties, args.opening_plies, args.tactics, args.search, args.mcts_simulations, args.search_method,
+            args.exploitability,
         )
     except ValueError as err:  # CheckpointError included
         print(f"league-eval: {err}", file=sys.stderr)

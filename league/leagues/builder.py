@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from league.envs.registry import openspiel_game_of
 from league.leagues.base import TrainingLeague
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from league.leagues.exact import ExactMetaGame
     from league.population.exploitability_measures import ExploitabilityMeasure
 
-__all__ = ["learning_policy_ids", "make_league"]
+__all__ = ["learning_policy_ids", "make_league", "exploitability_measure"]
 
 SELFPLAY_MAIN = "main"
 
@@ -59,17 +59,26 @@ def _exact_evaluator(cfg: RunConfig) -> ExactMetaGame:
         env.close()
 
 
-def _exploitability_measure(cfg: RunConfig) -> ExploitabilityMeasure:
-    """The self-play league's exact exploitability: OpenSpiel's game tree, else the measure
-    the env's plug-in registered (:data:`~league.population.exploitability_measures.EXPLOITABILITY_MEASURES`),
-    built from an env made as the samplers make theirs."""
-    if openspiel_game_of(cfg.env.name) is not None:
-        return _exact_evaluator(cfg)
+def exploitability_measure(env_name: str, env_kwargs: Mapping[str, Any]) -> ExploitabilityMeasure:
+    """Exact exploitability of policies of the game ``env_name`` (with ``env_kwargs``) plays:
+    OpenSpiel's game tree, else the measure the env's plug-in registered
+    (:data:`~league.population.exploitability_measures.EXPLOITABILITY_MEASURES`), built from
+    an env made as the samplers make theirs. ValueError naming the env where neither exists."""
     from league.envs import make_env
 
-    env = make_env(cfg.env.name, **cfg.env.kwargs)
+    exact = openspiel_game_of(env_name) is not None
+    if not exact and env_name not in EXPLOITABILITY_MEASURES:
+        raise ValueError(
+            f"no exact exploitability for env {env_name!r}: it needs an OpenSpiel game (kuhn_poker, leduc_poker...) or a "
+            "game whose plug-in registers a measure (leduc_holdem, rps; docs/PLUGINS.md)"
+        )
+    env = make_env(env_name, **env_kwargs)
     try:
-        return EXPLOITABILITY_MEASURES.get(cfg.env.name, "env.name")(env)
+        if exact:
+            from league.leagues.exact import ExactMetaGame
+
+            return ExactMetaGame.from_env(env)
+        return EXPLOITABILITY_MEASURES.get(env_name, "env.name")(env)
     finally:
         env.close()
 
@@ -135,7 +144,7 @@ def make_league(
         from league.leagues.selfplay import SelfPlayLeague
 
         fixed_players = {pid: scripted_factory(pid, spec, league.negamax_depth) for pid in _fixed_opponents(cfg)}
-        exact = _exploitability_measure(cfg) if league.exploitability_interval else None
+        exact = exploitability_measure(cfg.env.name, cfg.env.kwargs) if league.exploitability_interval else None
         return SelfPlayLeague(pool, algorithms[main], fixed_players, league.snapshot_steps, exact, league.exploitability_interval)
 
     if league.meta_game == "exact" and game is None:
