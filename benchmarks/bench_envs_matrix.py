@@ -21,7 +21,10 @@ judged against. One JSON line per entry:
 * ``first_quarter`` / ``last_quarter``: the mean headline value (and each side's) over the first
   and the last quarter of the run's evaluations (each evaluation counted once: consecutive
   metrics rows repeating the same figures are one), and ``improved``: last above first (below,
-  for a headline whose ``mode`` is ``min``: the poker presets' exploitability);
+  for a headline whose ``mode`` is ``min``: the poker presets' exploitability); ``improvement_z``:
+  that change over its standard error (the two quarters' spread of evaluations; None with fewer
+  than two evaluations a quarter or no spread): below 2, the change is within an evaluation's
+  noise (pong's -13.09 -> -13.08 is "improved");
 * ``warnings``: the run's UserWarning lines (what the config check changed), shortened.
 
 Usage::
@@ -38,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import statistics
@@ -131,8 +135,23 @@ def quarter(evals: list[dict[str, Any]], last: bool) -> dict[str, Any] | None:
         for side, value in (e["sides"] or {}).items():
             if isinstance(value, (int, float)):
                 sides.setdefault(side, []).append(float(value))
-    return {"value": round(statistics.fmean(float(e["value"]) for e in part), 4), "evaluations": len(part),
+    values = [float(e["value"]) for e in part]
+    return {"value": round(statistics.fmean(values), 4), "evaluations": len(part),
+            "stdev": round(statistics.stdev(values), 4) if len(values) > 1 else None,
             "sides": {s: round(statistics.fmean(v), 4) for s, v in sides.items()}}  # fmt: skip
+
+
+def improvement_z(first: dict[str, Any] | None, last: dict[str, Any] | None, mode: str | None) -> float | None:
+    """The change from the first quarter's mean headline to the last's, in the direction the
+    headline improves (``mode`` ``min``: down), over its standard error (Welch's, from each
+    quarter's spread of evaluations); None where a quarter has fewer than two evaluations or no spread."""
+    if first is None or last is None or first.get("stdev") is None or last.get("stdev") is None:
+        return None
+    se = math.sqrt(first["stdev"] ** 2 / first["evaluations"] + last["stdev"] ** 2 / last["evaluations"])
+    if se == 0:
+        return None
+    change = last["value"] - first["value"]
+    return round((-change if mode == "min" else change) / se, 2)
 
 
 def running_speed(rows: list[dict[str, Any]]) -> float | None:
@@ -190,6 +209,7 @@ def run_entry(label: str, overrides: list[str], cap_s: float, raw_s: float, keep
         headline=summary.get("headline"), first_quarter=first, last_quarter=last,
         improved=None if first is None or last is None or len(evals) < 2 else (
             last["value"] < first["value"] if (summary.get("headline") or {}).get("mode") == "min" else last["value"] > first["value"]),
+        improvement_z=improvement_z(first, last, (summary.get("headline") or {}).get("mode")),
     )  # fmt: skip
     return row
 
