@@ -30,12 +30,21 @@ NEEDS = {"simple_tag": "mpe2", "simple_adversary": "mpe2", "simple_push": "mpe2"
          "cooperative_pong": "supersuit", "pursuit": "pygame"}
 
 
+@pytest.mark.parametrize("algo", ["ppo", "dqn"])
 @pytest.mark.parametrize("name", ENV_FILES)
-def test_every_env_config_file_composes_and_validates(name):
-    """`league-train env=<name>` for every file in configs/env (README short names included)."""
+def test_every_env_config_file_composes_and_validates(name, algo):
+    """`league-train env=<name>` for every file in configs/env (README short names included), with
+    PPO and with DQN: an env file's tuning of one algorithm (configs/env_algo/) reaches no other."""
     if name in NEEDS:
         pytest.importorskip(NEEDS[name])
-    parse_run_config(composed_values(f"env={name}"))
+    cfg = parse_run_config(composed_values(f"env={name}", f"algo={algo}"))
+    assert cfg.algo.name == algo
+    tuned = Path(config_dir()) / "env_algo" / f"{name}_{algo}.yaml"
+    if tuned.exists():  # its keys reach the run
+        from omegaconf import OmegaConf
+
+        for key, value in OmegaConf.to_container(OmegaConf.load(tuned))["algo"]["params"].items():
+            assert cfg.algo.params[key] == value, key
 
 
 def test_readme_short_names_have_config_files():
