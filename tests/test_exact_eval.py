@@ -21,6 +21,7 @@ from league.envs import make_env  # noqa: E402
 from league.envs.base import AgentSpec  # noqa: E402
 from league.envs.openspiel_env import OpenSpielEnv  # noqa: E402
 from league.leagues import ExactMetaGame, make_league  # noqa: E402
+from league.leagues.builder import exact_meta_game, exploitability_measure  # noqa: E402
 from league.policy import Policy, RandomPolicy  # noqa: E402
 from league.games.tictactoe.minimax import TicTacToeMinimaxPolicy  # noqa: E402
 from league.population.exploitability import exploitability, tabular_policy  # noqa: E402
@@ -271,6 +272,15 @@ def test_game_parameters_reach_the_evaluator() -> None:
     uniform = exploitability(pyspiel.load_game("kuhn_poker", {"players": 3}), RandomPolicy())
     value = exact.exploitability(dqn, dqn.make_policy(seed=0, learns=False).get_weights())
     assert value == pytest.approx(uniform, abs=1e-9)
+
+
+def test_exact_meta_game_takes_the_env_kwargs_and_the_meta_strategy() -> None:
+    # What a coordinated league's build passes (env.kwargs, league.meta_strategy): three-player
+    # Kuhn is scored exactly, but the least-exploitable mixture needs a two-player zero-sum game.
+    assert exact_meta_game("kuhn_poker", {"players": 3}).game.num_players() == 3
+    with pytest.raises(ValueError, match="needs a two-player zero-sum game"):
+        exact_meta_game("kuhn_poker", {"players": 3}, "least_exploitable")
+    assert isinstance(exploitability_measure("kuhn_poker", {}), ExactMetaGame)
 
 
 def test_a_truncating_env_is_refused() -> None:

@@ -44,40 +44,38 @@ def _fixed_opponents(cfg: RunConfig) -> dict[str, float]:
     return fixed
 
 
-def _exact_evaluator(cfg: RunConfig) -> ExactMetaGame:
-    """The exact evaluator of an OpenSpiel run, built from an env made exactly as the
-    samplers make theirs (``cfg.env.name`` and ``cfg.env.kwargs``), so it scores the same
-    game (parameters included) and shows policies the same observations; its meta-strategy
-    is ``league.meta_strategy``."""
+def exact_meta_game(env_name: str, env_kwargs: Mapping[str, Any], meta_strategy: str = "nash") -> ExactMetaGame:
+    """The exact evaluator of the OpenSpiel game ``env_name`` (with ``env_kwargs``) plays,
+    built from an env made exactly as the samplers make theirs, so it scores the same game
+    (parameters included) and shows policies the same observations; it mixes players by
+    ``meta_strategy`` (:data:`~league.leagues.exact.META_STRATEGIES`)."""
     from league.envs import make_env
     from league.leagues.exact import ExactMetaGame
 
-    env = make_env(cfg.env.name, **cfg.env.kwargs)
+    env = make_env(env_name, **env_kwargs)
     try:
-        return ExactMetaGame.from_env(env, meta_strategy=cfg.league.meta_strategy)
+        return ExactMetaGame.from_env(env, meta_strategy=meta_strategy)
     finally:
         env.close()
 
 
 def exploitability_measure(env_name: str, env_kwargs: Mapping[str, Any]) -> ExploitabilityMeasure:
     """Exact exploitability of policies of the game ``env_name`` (with ``env_kwargs``) plays:
-    OpenSpiel's game tree, else the measure the env's plug-in registered
-    (:data:`~league.population.exploitability_measures.EXPLOITABILITY_MEASURES`), built from
-    an env made as the samplers make theirs. ValueError naming the env where neither exists."""
+    OpenSpiel's game tree (:func:`exact_meta_game`), else the measure the env's plug-in
+    registered (:data:`~league.population.exploitability_measures.EXPLOITABILITY_MEASURES`),
+    built from an env made as the samplers make theirs. ValueError naming the env where
+    neither exists."""
     from league.envs import make_env
 
-    exact = openspiel_game_of(env_name) is not None
-    if not exact and env_name not in EXPLOITABILITY_MEASURES:
+    if openspiel_game_of(env_name) is not None:
+        return exact_meta_game(env_name, env_kwargs)
+    if env_name not in EXPLOITABILITY_MEASURES:
         raise ValueError(
             f"no exact exploitability for env {env_name!r}: it needs an OpenSpiel game (kuhn_poker, leduc_poker...) or a "
             "game whose plug-in registers a measure (leduc_holdem, rps; docs/PLUGINS.md)"
         )
     env = make_env(env_name, **env_kwargs)
     try:
-        if exact:
-            from league.leagues.exact import ExactMetaGame
-
-            return ExactMetaGame.from_env(env)
         return EXPLOITABILITY_MEASURES.get(env_name, "env.name")(env)
     finally:
         env.close()
@@ -171,7 +169,8 @@ def make_league(
         )
     exact = None
     if game is not None and (league.meta_game != "empirical" or league.exploitability_interval):
-        exact = _exact_evaluator(cfg)  # with an empirical meta-game: for exploitability only
+        # With an empirical meta-game: for exploitability only.
+        exact = exact_meta_game(cfg.env.name, cfg.env.kwargs, league.meta_strategy)
     # Poker is scored in chips: its meta-game is expected return, not win rate.
     recipe = build_league(league, utility="return" if game is not None else "win_rate")
     from league.leagues.coordinated import CoordinatedLeague
