@@ -165,10 +165,13 @@ class Trainer:
         """Win rate of every learning policy against each of ``opponents`` (the fixed
         evaluation opponent, fixed members or the yardstick, a mix included: one of its players
         drawn per seat), ``episodes`` games each, seats at random; greedy, or sampled with
-        ``explore`` (None: as the run's evaluations, ``eval.explore``)."""
+        ``explore`` (None: as the run's evaluations, ``eval.explore``). The yardstick's games
+        open with the env's exploring starts, as the run's evaluation rounds play them."""
         run = self.run
         explore = self.cfg.eval.explore if explore is None else explore
-        return {pid: {opp: win_rate(run.samplers, pid, opp, episodes, mix_source(run.league, pid, opp), explore) for opp in opponents}
+        yardstick = self.cfg.eval.yardstick
+        return {pid: {opp: win_rate(run.samplers, pid, opp, episodes, mix_source(run.league, pid, opp), explore, openings=opp == yardstick)
+                      for opp in opponents}
                 for pid in run.learning}
 
     def save(self, name: str = "final") -> Path:

@@ -79,6 +79,43 @@ def test_training_episodes_open_at_random_and_evaluation_games_do_not(backend: s
     assert min(lengths) < 5
     evaluation = sampler.evaluate(64, OpponentSampling("a", {"b": 1.0}))
     assert min(ep["length"] for ep in evaluation) >= 5
+    # Asked for (as a run asks for its yardstick's games), evaluation games open the same way,
+    # and the whole games after them still start from the empty board.
+    opened = sampler.evaluate(64, OpponentSampling("a", {"b": 1.0}), openings=True)
+    assert len(opened) == 64 and min(ep["length"] for ep in opened) < 5
+    assert min(ep["length"] for ep in sampler.evaluate(64, OpponentSampling("a", {"b": 1.0}))) >= 5
+
+
+def test_deterministic_players_replay_one_game_a_seat_unless_evaluation_opens_at_random() -> None:
+    from league.population.scripted import scripted_factory
+
+    spec = make_env("connect_four").spec("player_0")
+    negamax = {"a": scripted_factory("negamax", spec, depth=1), "b": scripted_factory("negamax", spec, depth=2)}
+    sampler = Sampler(EnvFactory("connect_four", backend="cpp", opening_plies=4), policies=negamax,
+                      matchups=OpponentSampling("a", {"b": 1.0}), num_envs=8, fragment_length=8, seed=2)
+    games = {opened: [(ep["length"], ep["returns"]["a"] if "a" in ep["returns"] else None, tuple(sorted(ep["policies"].items())))
+                      for ep in sampler.evaluate(40, OpponentSampling("a", {"b": 1.0}), openings=opened)]
+             for opened in (False, True)}  # fmt: skip
+    assert len(set(games[False])) <= 2  # one game from each seat, however many are played
+    assert len(set(games[True])) > 6
+
+
+def test_a_runs_yardstick_games_open_at_random_and_its_other_games_do_not() -> None:
+    from league.run.evaluation import EvaluationRounds
+    from tests.test_eval_explore import _League
+
+    asked: list[tuple[str, bool]] = []
+
+    class Recording:
+        def evaluate(self, episodes, matchups, openings=False, **_):  # noqa: ANN001, ANN202
+            asked.append((type(matchups).__name__, openings))
+            return []
+
+    league = _League()
+    rounds = EvaluationRounds("random", episodes=4, yardstick="negamax")
+    rounds.start([Recording()], league)  # type: ignore[list-item, arg-type]
+    rounds.collect(league, block=True)  # type: ignore[arg-type]
+    assert [opened for _, opened in asked] == [False, True, False]  # random, the yardstick, the league's games
 
 
 def test_config_checks_opening_plies_against_the_env() -> None:

@@ -74,15 +74,17 @@ def mix_source(league: TrainingLeague, policy_id: str, opponent: str) -> Matchup
 
 def win_rate(
     samplers: Sequence[SamplerHandle], policy_id: str, opponent: str, episodes: int, matchups: MatchupSource | None = None,
-    explore: bool = False,
+    explore: bool = False, openings: bool = False,
 ) -> float:
     """Win rate of ``policy_id`` against ``opponent`` over ``episodes`` games split between
     the samplers (it waits for them), greedy unless ``explore`` (``eval.explore``: the policies
-    sample their actions); ``matchups``: the league's
+    sample their actions), from the env's exploring starts with ``openings`` (as a run plays its
+    yardstick); ``matchups``: the league's
     :meth:`~league.leagues.TrainingLeague.evaluation_source` (default: a random seat)."""
     per = max(1, episodes // len(samplers))
     matchups = matchups or OpponentSampling(policy_id, {opponent: 1.0})
-    results = resolve([submit(s, SamplerFace.evaluate, per, matchups, explore=explore) for s in samplers], list(samplers))
+    results = resolve([submit(s, SamplerFace.evaluate, per, matchups, explore=explore, openings=openings) for s in samplers],
+                      list(samplers))
     return wins_of(policy_id, [e for eps in results for e in eps])
 
 
@@ -163,7 +165,9 @@ class EpisodeFeed:
 
 class EvaluationRounds:
     """Evaluation against ``opponent`` (and ``yardstick``, a scripted player, where one is
-    given) and the league's scheduled games, greedy or, with ``explore`` (``eval.explore``),
+    given: its games open with the env's exploring starts, ``env.opening_plies``, so that a
+    deterministic player and a greedy policy play more than one game from each seat) and the
+    league's scheduled games, greedy or, with ``explore`` (``eval.explore``),
     the policies sampling their actions; ``observe`` is handed every round's episodes.
     While ``together()`` says so (a co-op game of several sides), each learning policy plays
     with the league's other learning policies as partners instead of against ``opponent``
@@ -260,7 +264,9 @@ class EvaluationRounds:
         limit = None if time_limit_s is None else max(0.0, time_limit_s) / turns
         for pid, opponent, matchups in planned:
             self._pending.append((pid, opponent, [
-                (s, submit(s, SamplerFace.evaluate, per, matchups, explore=self.explore, time_limit_s=limit, max_env_steps=steps)) for s in samplers
+                (s, submit(s, SamplerFace.evaluate, per, matchups, explore=self.explore, time_limit_s=limit, max_env_steps=steps,
+                           openings=opponent == self.yardstick))
+                for s in samplers
             ]))
         if games:  # the league's own games, split between samplers
             shares = [games[i :: len(samplers)] for i in range(len(samplers))]

@@ -173,6 +173,8 @@ class EvalConfig:
     # every learning policy also plays each round: the win-rate headline's opponent, where a
     # game's preset declares one (connect four: negamax), or a mix of them (SCRIPTED_MIXES: one
     # drawn per seat and game; limit Hold'em: holdem_styles). null: none (the opponent above).
+    # Its games open as training's do (env.opening_plies random moves): a deterministic player
+    # and a greedy policy would otherwise replay one game from each seat, a headline of 0, 0.5 or 1.
     yardstick: str | None = None
     # The game's shape (league.run.headline): auto (from the agents, env.groups and the rewards
     # paid: every agent alike is coop, returns summing to a constant zero_sum, else

@@ -174,9 +174,10 @@ class SamplerFace(Protocol):
 
     def evaluate(
         self, num_episodes: int, matchups: MatchupSource, explore: bool = False, time_limit_s: float | None = None,
-        max_env_steps: int | None = None,
+        max_env_steps: int | None = None, openings: bool = False,
     ) -> list[dict[str, Any]]:
-        """Evaluation episodes on separate env copies (the ones finished within the time or env-step bound)."""
+        """Evaluation episodes on separate env copies (the ones finished within the time or env-step
+        bound), whole games or, with ``openings``, from the env's exploring starts."""
         ...
 
     def add_policy(self, policy_id: str, factory: PolicyFactory, weights: Weights | None = None, learns: bool = True) -> None:

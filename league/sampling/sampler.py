@@ -121,16 +121,17 @@ class Sampler:
         train_env = self.env.batched(self.num_envs, self._rng, openings=True, max_consecutive_failures=self._max_failures)
         self._runner = BatchedRunner(train_env, self._policies, self._factories, self._training_matchups(matchups),
                                      self._rng, episode_id_base=self._id_base)
-        self._eval_runner: BatchedRunner | None = None
+        self._eval_runners: dict[bool, BatchedRunner] = {}  # by whether its episodes open with exploring starts
 
     def _training_matchups(self, matchups: MatchupSource) -> MatchupSource:
         """``matchups`` as training draws them: in blocks when ``matchup_draws`` is set."""
         return BlockedMatchups(matchups, self._matchup_draws, self.num_envs) if self._matchup_draws else matchups
 
-    def _make_eval_runner(self, matchups: MatchupSource, num_envs: int) -> BatchedRunner:
-        """Evaluation episodes: whole games on their own env copies, nothing recorded, and no
-        episode begun before :meth:`BatchedRunner.reset_all` hands the copies their quotas."""
-        env = self.env.batched(num_envs, self._rng, openings=False, max_consecutive_failures=self._max_failures)
+    def _make_eval_runner(self, matchups: MatchupSource, num_envs: int, openings: bool) -> BatchedRunner:
+        """Evaluation episodes: whole games (or, with ``openings``, games from the env's exploring
+        starts) on their own env copies, nothing recorded, and no episode begun before
+        :meth:`BatchedRunner.reset_all` hands the copies their quotas."""
+        env = self.env.batched(num_envs, self._rng, openings=openings, max_consecutive_failures=self._max_failures)
         return BatchedRunner(env, self._policies, self._factories, matchups, self._rng, record=False,
                              episode_id_base=self._id_base | (1 << 28), start=False)
 
@@ -151,7 +152,7 @@ class Sampler:
 
     def evaluate(
         self, num_episodes: int, matchups: MatchupSource, explore: bool = False, time_limit_s: float | None = None,
-        max_env_steps: int | None = None,
+        max_env_steps: int | None = None, openings: bool = False,
     ) -> list[dict]:
         """Play ``num_episodes`` evaluation episodes (separate env copies, whole games, nothing
         recorded) on the batched runner, and return their stats (per-seat returns and outcomes).
@@ -164,6 +165,9 @@ class Sampler:
         (a run's time budget bounds its evaluation; episodes in progress are dropped).
         ``max_env_steps``: stop once the env copies took that many env steps together, the
         same way (``eval.env_steps``: evaluation measured in env steps on long-episode envs).
+        ``openings``: each episode opens with the env's exploring starts (``env.opening_plies``
+        random moves nobody plays), as training's do: a greedy policy and a deterministic
+        scripted player otherwise replay the same game from each seat, whatever the episode count.
         """
         if num_episodes < 1:
             return []
@@ -171,11 +175,12 @@ class Sampler:
         # pistonball) counts against the run's time budget too.
         deadline = None if time_limit_s is None else time.perf_counter() + time_limit_s
         n_envs = min(self.num_envs, num_episodes)
-        if self._eval_runner is None or self._eval_runner.env.num_envs != n_envs:
-            if self._eval_runner is not None:
-                self._eval_runner.close()
-            self._eval_runner = self._make_eval_runner(matchups, n_envs)
-        runner = self._eval_runner
+        openings = openings and self.env.opening_plies > 0  # without exploring starts, one runner serves both
+        runner = self._eval_runners.get(openings)
+        if runner is None or runner.env.num_envs != n_envs:
+            if runner is not None:
+                runner.close()
+            runner = self._eval_runners[openings] = self._make_eval_runner(matchups, n_envs, openings)
         runner.matchups = matchups
         runner.take_episode_stats()  # a round's own episodes only
         runner.reset_all(quota=[num_episodes // n_envs + (1 if i < num_episodes % n_envs else 0) for i in range(n_envs)])
@@ -250,8 +255,8 @@ class Sampler:
         if not self._retiring:
             return
         in_use = self._runner.policies_in_use()
-        if self._eval_runner is not None:
-            in_use |= self._eval_runner.policies_in_use()
+        for runner in self._eval_runners.values():
+            in_use |= runner.policies_in_use()
         for pid in [p for p in self._retiring if p not in in_use]:
             if isinstance(self._policies.pop(pid, None), ServedPolicy) and self._server is not None:
                 call(self._server, InferenceFace.remove_policy, self._worker_index, pid)
