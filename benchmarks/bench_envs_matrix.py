@@ -19,8 +19,8 @@ judged against. One JSON line per entry:
 * ``training_episodes`` (finished training episodes) and ``evaluations`` (rounds with a figure);
 * ``headline``: the run's final headline (metric, game shape, opponent, value, best, per side);
 * ``first_quarter`` / ``last_quarter``: the mean headline value (and each side's) over the first
-  and the last quarter of the run's evaluations (each evaluation counted once: consecutive
-  metrics rows repeating the same figures are one), and ``improved``: last above first (below,
+  and the last quarter of the run's evaluations (each counted once: a new one where a round
+  played games, ``eval_env_steps``, or the figures changed; the rows between repeat it), and ``improved``: last above first (below,
   for a headline whose ``mode`` is ``min``: the poker presets' exploitability); ``improvement_z``:
   that change over its standard error (the two quarters' spread of evaluations; None with fewer
   than two evaluations a quarter or no spread): below 2, the change is within an evaluation's
@@ -112,14 +112,21 @@ def raw_speed(name: str, kwargs: dict[str, Any], seconds: float) -> float:
 
 
 def evaluations(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The run's evaluations, each once: the headline of every row whose figures differ from the row before."""
+    """The run's evaluations, each once: the headline of every row after an evaluation round
+    played games (``eval_env_steps`` grew) or whose figures differ from the row before (a
+    league's exact measure). A round that scores what the one before scored counts too: CartPole's
+    500s and a deterministic yardstick's replayed games are evaluations, not repeats of a row."""
     seen: list[dict[str, Any]] = []
+    played = None
     for row in rows:
         head = row.get("headline") or {}
+        steps = row.get("eval_env_steps")
+        new_round = steps is not None and steps != played
+        played = steps if steps is not None else played
         if head.get("value") is None:
             continue
         key = {"value": head["value"], "sides": head.get("sides", {})}
-        if not seen or seen[-1] != key:
+        if not seen or seen[-1] != key or new_round:
             seen.append(key)
     return seen
 
