@@ -20,8 +20,8 @@ judged against. One JSON line per entry:
 * ``headline``: the run's final headline (metric, game shape, opponent, value, best, per side);
 * ``first_quarter`` / ``last_quarter``: the mean headline value (and each side's) over the first
   and the last quarter of the run's evaluations (each counted once: a new one where a round
-  played games, ``eval_env_steps``, or the figures changed; the rows between repeat it), and ``improved``: last above first (below,
-  for a headline whose ``mode`` is ``min``: the poker presets' exploitability); ``improvement_z``:
+  played games, ``eval_env_steps``, or the figures changed; the rows between repeat it), and
+  ``improved``: last above first (below, for a headline whose ``mode`` is ``min``: the poker presets' exploitability); ``improvement_z``:
   that change over its standard error (the two quarters' spread of evaluations; None with fewer
   than two evaluations a quarter or no spread): below 2, the change is within an evaluation's
   noise (pong's -13.09 -> -13.08 is "improved");
