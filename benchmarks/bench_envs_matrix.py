@@ -21,8 +21,8 @@ judged against. One JSON line per entry:
 * ``first_quarter`` / ``last_quarter``: the mean headline value (and each side's) over the first
   and the last quarter of the run's evaluations (each counted once: a new one where a round
   played games, ``eval_env_steps``, or the figures changed; the rows between repeat it), and
-  ``improved``: last above first (below, for a headline whose ``mode`` is ``min``: the poker presets' exploitability); ``improvement_z``:
-  that change over its standard error (the two quarters' spread of evaluations; None with fewer
+  ``improved``: last above first (below, for a headline whose ``mode`` is ``min``: the poker
+  presets' exploitability); ``improvement_z``: that change over its standard error (the two quarters' spread of evaluations; None with fewer
   than two evaluations a quarter or no spread): below 2, the change is within an evaluation's
   noise (pong's -13.09 -> -13.08 is "improved");
 * ``warnings``: the run's UserWarning lines (what the config check changed), shortened.
