@@ -25,6 +25,12 @@ judged against. One JSON line per entry:
   presets' exploitability); ``improvement_z``: that change over its standard error (the two quarters' spread of evaluations; None with fewer
   than two evaluations a quarter or no spread): below 2, the change is within an evaluation's
   noise (pong's -13.09 -> -13.08 is "improved");
+* ``random_play``: the headline's figure for uniformly random play (each side's, their mean and
+  its standard error; from the raw-speed games, played on until 20 have finished or 60 s), for a
+  headline against random players or teammates: where the run's policies would stand having
+  learned nothing. ``z_vs_random_play``: the last quarter above it over the standard error of
+  the difference; it sees learning done before the first quarter ends (MPE's goal-seekers, a
+  CartPole that is at 500 by then), which ``improvement_z`` cannot;
 * ``warnings``: the run's UserWarning lines (what the config check changed), shortened.
 
 Usage::
@@ -32,6 +38,7 @@ Usage::
     python benchmarks/bench_envs_matrix.py --list
     python benchmarks/bench_envs_matrix.py --budget-s 120                   # everything (~1.5 h)
     python benchmarks/bench_envs_matrix.py --only env:pistonball experiment:multiwalker_ppo
+    python benchmarks/bench_envs_matrix.py --rescore rows.jsonl    # add random play's figure to old rows
 
 Speeds depend on what else the machine runs (``load_avg_1m`` is printed); compare a run only
 with the raw speed measured beside it.
@@ -83,10 +90,18 @@ def entries() -> dict[str, list[str]]:
     return found
 
 
-def raw_speed(name: str, kwargs: dict[str, Any], seconds: float) -> float:
-    """Env steps a second of env ``name`` stepped by uniformly random legal actions in this process."""
+def random_play(
+    name: str, kwargs: dict[str, Any], seconds: float, episodes: int = 20, cap_s: float = 60.0
+) -> tuple[float, list[dict[str, Any]], dict[str, Any]]:
+    """Env ``name`` stepped by uniformly random legal actions in this process: its env steps a
+    second over the first ``seconds`` (the raw single-process env speed), and the finished
+    episodes' records (:func:`~league.sampling.batched_runner.episode_record`: each agent's
+    return and outcome), play going on past ``seconds`` until ``episodes`` have finished or
+    ``cap_s`` has passed: what uniformly random play scores, the baseline a run improves on;
+    and each agent's spec."""
     from league.envs import make_env
     from league.policy import RandomPolicy
+    from league.sampling.batched_runner import episode_record
 
     env = make_env(name, **kwargs)
     try:
@@ -96,19 +111,77 @@ def raw_speed(name: str, kwargs: dict[str, Any], seconds: float) -> float:
             for i, (a, s) in enumerate(specs.items())
         }
         ts, steps, t0 = env.reset(seed=0), 0, time.perf_counter()
-        while time.perf_counter() - t0 < seconds:
+        speed: float | None = None
+        finished: list[dict[str, Any]] = []
+        returns, length = dict.fromkeys(specs, 0.0), 0
+        while True:
+            elapsed = time.perf_counter() - t0
+            if speed is None and elapsed >= seconds:
+                speed = steps / elapsed
+            if speed is not None and (len(finished) >= episodes or elapsed >= cap_s):
+                return speed, finished, specs
             actions: dict[str, Any] = {}
             for agent, obs in ts.obs.items():
                 spec = specs[agent]
                 action = players[agent].compute_actions(obs[None], ts.masks[agent][None])["actions"][0]
                 actions[agent] = action if spec.continuous or spec.action_nvec is not None else int(action)
             ts = env.step(actions)
-            steps += 1
+            steps, length = steps + 1, length + 1
+            for agent, reward in ts.rewards.items():
+                returns[agent] += float(reward)
             if ts.done:
-                ts = env.reset()
-        return steps / (time.perf_counter() - t0)
+                finished.append(episode_record(len(finished), length, returns, {}))
+                ts, returns, length = env.reset(), dict.fromkeys(specs, 0.0), 0
     finally:
         env.close()
+
+
+def side_agents(side: str, values: dict[str, Any], agents: dict[str, Any]) -> list[str] | None:
+    """The agents a headline's side plays: its group's (``env.groups``, the groups proposed for
+    agents that differ, or a ``policies`` entry's ``group``), None for the one symmetric side
+    (``main``: one seat of any)."""
+    from league.envs.groups import auto_groups, resolve_groups
+
+    declared = values["env"].get("groups") or {}
+    groups = resolve_groups(declared, agents) if declared else auto_groups(agents) or {}
+    group = side if side in groups else ((values.get("policies") or {}).get(side) or {}).get("group")
+    return groups.get(group) if group else None
+
+
+def random_play_figure(headline: dict[str, Any] | None, values: dict[str, Any], agents: dict[str, Any],
+                       played: list[dict[str, Any]]) -> dict[str, Any] | None:  # fmt: skip
+    """The headline's figure for uniformly random play (each side's and their mean, with its
+    standard error): what the run's greedy policies would score having learned nothing. Only for
+    a headline against random players or teammates (``return`` or ``win_rate``): a scripted
+    yardstick's or an exact measure's baseline is not random play's. A side's value per
+    episode: its seats' mean return or whether one of them won; a symmetric side's (one policy
+    in any seat), each seat's."""
+    if not headline or not played or headline.get("opponent") not in ("random", "teammates") or headline.get("metric") not in ("return", "win_rate"):
+        return None
+    metric, sides, errors = headline["metric"], {}, []
+    for side in headline.get("sides") or {}:
+        seats = side_agents(side, values, agents)
+        per_episode = (
+            [[e["returns"][a] if metric == "return" else float(e["outcome"][a] == "win") for a in seats] for e in played]
+            if seats else [[e["returns"][a]] if metric == "return" else [float(e["outcome"][a] == "win")] for e in played for a in agents]
+        )  # fmt: skip
+        samples = [max(v) if metric == "win_rate" else statistics.fmean(v) for v in per_episode]
+        sides[side] = round(statistics.fmean(samples), 4)
+        errors.append(statistics.stdev(samples) / math.sqrt(len(samples)) if len(samples) > 1 else 0.0)
+    if not sides:
+        return None
+    stderr = math.sqrt(sum(e * e for e in errors)) / len(errors)  # of the sides' mean
+    return {"value": round(statistics.fmean(sides.values()), 4), "stderr": round(stderr, 4), "episodes": len(played), "sides": sides}
+
+
+def z_vs_random_play(last: dict[str, Any] | None, baseline: dict[str, Any] | None) -> float | None:
+    """The last quarter's mean headline above random play's, over the standard error of the
+    difference (the quarter's evaluations' spread and random play's own); None where either is
+    missing or the quarter has one evaluation."""
+    if last is None or baseline is None or last.get("stdev") is None:
+        return None
+    se = math.sqrt(last["stdev"] ** 2 / last["evaluations"] + baseline["stderr"] ** 2)
+    return round((last["value"] - baseline["value"]) / se, 2) if se else None
 
 
 def evaluations(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -176,8 +249,11 @@ def run_entry(label: str, overrides: list[str], cap_s: float, raw_s: float, keep
     documented = float(values["stop"]["time_s"] or 0.0)
     budget = min(documented, cap_s) if documented else cap_s
     row: dict[str, Any] = {"entry": label, "overrides": overrides, "documented_s": documented, "budget_s": budget}
+    played: list[dict[str, Any]] = []
+    agents: dict[str, Any] = {}
     try:
-        row["raw_env_steps_per_s"] = round(raw_speed(values["env"]["name"], dict(values["env"]["kwargs"] or {}), raw_s), 1)
+        speed, played, agents = random_play(values["env"]["name"], dict(values["env"]["kwargs"] or {}), raw_s)
+        row["raw_env_steps_per_s"] = round(speed, 1)
     except Exception as err:  # noqa: BLE001 - the run below says what is wrong with the env
         row["raw_env_steps_per_s"], row["raw_error"] = None, f"{type(err).__name__}: {str(err)[:200]}"
     with tempfile.TemporaryDirectory() as tmp:
@@ -218,7 +294,20 @@ def run_entry(label: str, overrides: list[str], cap_s: float, raw_s: float, keep
             last["value"] < first["value"] if (summary.get("headline") or {}).get("mode") == "min" else last["value"] > first["value"]),
         improvement_z=improvement_z(first, last, (summary.get("headline") or {}).get("mode")),
     )  # fmt: skip
+    row["random_play"] = random_play_figure(summary.get("headline"), values, agents, played)
+    row["z_vs_random_play"] = z_vs_random_play(last, row["random_play"])
     return row
+
+
+def rescore(row: dict[str, Any], raw_s: float) -> dict[str, Any]:
+    """``row`` (one entry's line, from an earlier run of this bench) with random play's figure
+    (``random_play``, ``z_vs_random_play``) measured now from its overrides' env."""
+    from league.cli.train import composed_values
+
+    values = composed_values(row["overrides"])
+    _, played, agents = random_play(values["env"]["name"], dict(values["env"]["kwargs"] or {}), raw_s)
+    baseline = random_play_figure(row.get("headline"), values, agents, played)
+    return {**row, "random_play": baseline, "z_vs_random_play": z_vs_random_play(row.get("last_quarter"), baseline)}
 
 
 def main() -> None:
@@ -231,7 +320,13 @@ def main() -> None:
     parser.add_argument("--extra", nargs="*", default=[], help="overrides added to every entry (an A/B of a setting)")
     parser.add_argument("--runs-dir", type=Path, default=None, help="keep each run's directory here (default: deleted)")
     parser.add_argument("--list", action="store_true", help="print the entries and their overrides, run nothing")
+    parser.add_argument("--rescore", type=Path, default=None,
+                        help="a JSONL file of this bench's rows: add random play's figure to each (random_play, z_vs_random_play), train nothing")
     args = parser.parse_args()
+    if args.rescore is not None:
+        for line in args.rescore.read_text().splitlines():
+            print(json.dumps(rescore(json.loads(line), args.raw_s)), flush=True)
+        return
     unknown = sorted(set(args.only or ()) - set(known))
     if unknown:
         parser.error(f"unknown entries {unknown}; known: {', '.join(known)}")
