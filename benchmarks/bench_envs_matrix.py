@@ -136,6 +136,49 @@ def random_play(
         env.close()
 
 
+#: The seat random play takes in games against a scripted yardstick (:func:`yardstick_play`).
+LEARNER = "random play"
+
+
+def yardstick_play(values: dict[str, Any], opponent: str, episodes: int = 20, cap_s: float = 60.0) -> list[dict[str, Any]]:
+    """Games of a uniformly random player against scripted ``opponent`` (a registered player or
+    mix, ``league.negamax_depth`` deep, as a run's yardstick is built), the random player's seat
+    going round the env's agents and each other seat played by a member of the mix drawn per
+    game: the baseline of a headline measured against that yardstick. Each record's
+    ``policies`` marks the random player's seat :data:`LEARNER`. ``episodes`` games or ``cap_s``."""
+    from league.envs import make_env
+    from league.population.scripted import scripted_factory, scripted_members
+    from league.sampling.batched_runner import episode_record
+
+    env = make_env(values["env"]["name"], **dict(values["env"]["kwargs"] or {}))
+    rng, depth = np.random.default_rng(0), int(values["league"]["negamax_depth"])
+    try:
+        specs = {a: env.spec(a) for a in env.possible_agents}
+        finished: list[dict[str, Any]] = []
+        t0 = time.perf_counter()
+        while len(finished) < episodes and time.perf_counter() - t0 < cap_s:
+            seat = env.possible_agents[len(finished) % len(specs)]
+            players = {
+                a: scripted_factory("random" if a == seat else str(rng.choice(scripted_members(opponent))), spec, depth).make_policy(
+                    seed=int(rng.integers(1 << 30)))
+                for a, spec in specs.items()
+            }  # fmt: skip
+            ts, returns, length = env.reset(seed=len(finished)), dict.fromkeys(specs, 0.0), 0
+            while not ts.done:
+                actions: dict[str, Any] = {}
+                for agent, obs in ts.obs.items():
+                    action = players[agent].compute_actions(obs[None], ts.masks[agent][None])["actions"][0]
+                    actions[agent] = action if specs[agent].continuous or specs[agent].action_nvec is not None else int(action)
+                ts, length = env.step(actions), length + 1
+                for agent, reward in ts.rewards.items():
+                    returns[agent] += float(reward)
+            policies = {a: LEARNER if a == seat else opponent for a in specs}
+            finished.append(episode_record(len(finished), length, returns, policies))
+        return finished
+    finally:
+        env.close()
+
+
 def side_agents(side: str, values: dict[str, Any], agents: dict[str, Any]) -> list[str] | None:
     """The agents a headline's side plays: its group's (``env.groups``, the groups proposed for
     agents that differ, or a ``policies`` entry's ``group``), None for the one symmetric side
@@ -151,27 +194,52 @@ def side_agents(side: str, values: dict[str, Any], agents: dict[str, Any]) -> li
 def random_play_figure(headline: dict[str, Any] | None, values: dict[str, Any], agents: dict[str, Any],
                        played: list[dict[str, Any]]) -> dict[str, Any] | None:  # fmt: skip
     """The headline's figure for uniformly random play (each side's and their mean, with its
-    standard error): what the run's greedy policies would score having learned nothing. Only for
-    a headline against random players or teammates (``return`` or ``win_rate``): a scripted
-    yardstick's or an exact measure's baseline is not random play's. A side's value per
-    episode: its seats' mean return or whether one of them won; a symmetric side's (one policy
-    in any seat), each seat's."""
-    if not headline or not played or headline.get("opponent") not in ("random", "teammates") or headline.get("metric") not in ("return", "win_rate"):
+    standard error): what the run's greedy policies would score having learned nothing, for a
+    ``return`` or ``win_rate`` headline. ``played``: games of random players only (a headline
+    against random players or teammates), or :func:`yardstick_play`'s against the headline's
+    scripted opponent (its one symmetric side only). A side's value per episode: its seats'
+    mean return or whether one of them won; a symmetric side's (one policy in any seat), each
+    seat's, or the random player's seat's against a yardstick. None for an exact measure."""
+    if not headline or not played or headline.get("metric") not in ("return", "win_rate"):
         return None
     metric, sides, errors = headline["metric"], {}, []
+    against_yardstick = headline.get("opponent") not in ("random", "teammates")
+
+    def value(e: dict[str, Any], a: str) -> float:
+        return float(e["returns"][a]) if metric == "return" else float(e["outcome"][a] == "win")
+
     for side in headline.get("sides") or {}:
         seats = side_agents(side, values, agents)
-        per_episode = (
-            [[e["returns"][a] if metric == "return" else float(e["outcome"][a] == "win") for a in seats] for e in played]
-            if seats else [[e["returns"][a]] if metric == "return" else [float(e["outcome"][a] == "win")] for e in played for a in agents]
-        )  # fmt: skip
-        samples = [max(v) if metric == "win_rate" else statistics.fmean(v) for v in per_episode]
+        if against_yardstick and seats is not None:
+            return None  # a side of several seats against a scripted yardstick: not played here
+        if against_yardstick:
+            per_episode = [[value(e, a) for a, p in e["policies"].items() if p == LEARNER] for e in played]
+        elif seats:
+            per_episode = [[value(e, a) for a in seats] for e in played]
+        else:
+            per_episode = [[value(e, a)] for e in played for a in agents]
+        samples = [max(v) if metric == "win_rate" else statistics.fmean(v) for v in per_episode if v]
+        if not samples:
+            return None
         sides[side] = round(statistics.fmean(samples), 4)
         errors.append(statistics.stdev(samples) / math.sqrt(len(samples)) if len(samples) > 1 else 0.0)
     if not sides:
         return None
     stderr = math.sqrt(sum(e * e for e in errors)) / len(errors)  # of the sides' mean
     return {"value": round(statistics.fmean(sides.values()), 4), "stderr": round(stderr, 4), "episodes": len(played), "sides": sides}
+
+
+def baseline_games(headline: dict[str, Any] | None, values: dict[str, Any], random_games: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The games random play's figure is taken from: ``random_games`` (random players in every
+    seat), or for a headline against a scripted yardstick, :func:`yardstick_play`'s (none where
+    the yardstick cannot be built here)."""
+    opponent = (headline or {}).get("opponent")
+    if opponent in (None, "random", "teammates"):
+        return random_games
+    try:
+        return yardstick_play(values, str(opponent))
+    except Exception:  # noqa: BLE001 - a league's own opponent (a snapshot, a mix of policies): no baseline
+        return []
 
 
 def z_vs_random_play(last: dict[str, Any] | None, baseline: dict[str, Any] | None) -> float | None:
@@ -294,7 +362,7 @@ def run_entry(label: str, overrides: list[str], cap_s: float, raw_s: float, keep
             last["value"] < first["value"] if (summary.get("headline") or {}).get("mode") == "min" else last["value"] > first["value"]),
         improvement_z=improvement_z(first, last, (summary.get("headline") or {}).get("mode")),
     )  # fmt: skip
-    row["random_play"] = random_play_figure(summary.get("headline"), values, agents, played)
+    row["random_play"] = random_play_figure(summary.get("headline"), values, agents, baseline_games(summary.get("headline"), values, played))
     row["z_vs_random_play"] = z_vs_random_play(last, row["random_play"])
     return row
 
@@ -306,7 +374,7 @@ def rescore(row: dict[str, Any], raw_s: float) -> dict[str, Any]:
 
     values = composed_values(row["overrides"])
     _, played, agents = random_play(values["env"]["name"], dict(values["env"]["kwargs"] or {}), raw_s)
-    baseline = random_play_figure(row.get("headline"), values, agents, played)
+    baseline = random_play_figure(row.get("headline"), values, agents, baseline_games(row.get("headline"), values, played))
     return {**row, "random_play": baseline, "z_vs_random_play": z_vs_random_play(row.get("last_quarter"), baseline)}
 
 

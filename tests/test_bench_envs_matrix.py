@@ -47,8 +47,12 @@ def test_random_play_figure_per_side_and_seat():
     games = [_episode({"a": 1.0, "b": -1.0}), _episode({"a": 0.0, "b": 0.0}), _episode({"a": -1.0, "b": 1.0})]
     wins = bench.random_play_figure({"metric": "win_rate", "opponent": "random", "sides": {"main": 0}}, {"env": {"groups": {}}}, alike, games)
     assert wins["value"] == pytest.approx(2 / 6, abs=1e-4)
-    # A scripted yardstick's or an exact measure's baseline is not random play's.
-    assert bench.random_play_figure({"metric": "win_rate", "opponent": "negamax", "sides": {"main": 0}}, {"env": {"groups": {}}}, alike, games) is None
+    # Against a scripted yardstick: the random player's seats only; games of random players
+    # alone say nothing about it, and an exact measure has no random-play figure here.
+    negamax = {"metric": "win_rate", "opponent": "negamax", "sides": {"main": 0}}
+    assert bench.random_play_figure(negamax, {"env": {"groups": {}}}, alike, games) is None
+    seated = [{**g, "policies": {"a": bench.LEARNER, "b": "negamax"}} for g in games]
+    assert bench.random_play_figure(negamax, {"env": {"groups": {}}}, alike, seated)["value"] == pytest.approx(1 / 3, abs=1e-4)
     assert bench.random_play_figure({"metric": "exploitability", "opponent": "random", "sides": {}}, {"env": {"groups": {}}}, alike, games) is None
 
 
@@ -66,3 +70,13 @@ def test_random_play_on_tictactoe():
     assert speed > 0 and len(played) >= 300 and list(agents) == ["player_1", "player_2"]
     fig = bench.random_play_figure({"metric": "win_rate", "opponent": "random", "sides": {"main": 0}}, {"env": {"groups": {}}}, agents, played)
     assert 0.35 < fig["value"] < 0.5  # the first player wins about 58%, the second 29%
+
+
+def test_yardstick_play_seats_random_play_against_the_scripted_player():
+    values = {"env": {"name": "tictactoe", "kwargs": {}}, "league": {"negamax_depth": 2}}
+    games = bench.yardstick_play(values, "minimax", episodes=10)
+    assert len(games) == 10 and all(list(g["policies"].values()).count(bench.LEARNER) == 1 for g in games)
+    assert {next(a for a, p in g["policies"].items() if p == bench.LEARNER) for g in games} == {"player_1", "player_2"}
+    head = {"metric": "win_rate", "opponent": "minimax", "sides": {"main": 0}}
+    agents = {a: None for a in ("player_1", "player_2")}
+    assert bench.random_play_figure(head, {"env": {"groups": {}}}, agents, games)["value"] == 0.0  # perfect play never loses
