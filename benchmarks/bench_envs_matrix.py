@@ -140,12 +140,15 @@ def random_play(
 LEARNER = "random play"
 
 
-def yardstick_play(values: dict[str, Any], opponent: str, episodes: int = 20, cap_s: float = 60.0) -> list[dict[str, Any]]:
+def yardstick_play(
+    values: dict[str, Any], opponent: str, seconds: float = 8.0, episodes: int = 20, cap_s: float = 60.0
+) -> list[dict[str, Any]]:
     """Games of a uniformly random player against scripted ``opponent`` (a registered player or
     mix, ``league.negamax_depth`` deep, as a run's yardstick is built), the random player's seat
     going round the env's agents and each other seat played by a member of the mix drawn per
     game: the baseline of a headline measured against that yardstick. Each record's
-    ``policies`` marks the random player's seat :data:`LEARNER`. ``episodes`` games or ``cap_s``."""
+    ``policies`` marks the random player's seat :data:`LEARNER`. Games go on for ``seconds``
+    and until ``episodes`` have finished (poker's chips need thousands of hands), at most ``cap_s``."""
     from league.envs import make_env
     from league.population.scripted import scripted_factory, scripted_members
     from league.sampling.batched_runner import episode_record
@@ -156,7 +159,7 @@ def yardstick_play(values: dict[str, Any], opponent: str, episodes: int = 20, ca
         specs = {a: env.spec(a) for a in env.possible_agents}
         finished: list[dict[str, Any]] = []
         t0 = time.perf_counter()
-        while len(finished) < episodes and time.perf_counter() - t0 < cap_s:
+        while (len(finished) < episodes or time.perf_counter() - t0 < seconds) and time.perf_counter() - t0 < cap_s:
             seat = env.possible_agents[len(finished) % len(specs)]
             players = {
                 a: scripted_factory("random" if a == seat else str(rng.choice(scripted_members(opponent))), spec, depth).make_policy(
@@ -229,15 +232,17 @@ def random_play_figure(headline: dict[str, Any] | None, values: dict[str, Any], 
     return {"value": round(statistics.fmean(sides.values()), 4), "stderr": round(stderr, 4), "episodes": len(played), "sides": sides}
 
 
-def baseline_games(headline: dict[str, Any] | None, values: dict[str, Any], random_games: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def baseline_games(
+    headline: dict[str, Any] | None, values: dict[str, Any], random_games: list[dict[str, Any]], seconds: float
+) -> list[dict[str, Any]]:
     """The games random play's figure is taken from: ``random_games`` (random players in every
     seat), or for a headline against a scripted yardstick, :func:`yardstick_play`'s (none where
-    the yardstick cannot be built here)."""
+    the yardstick cannot be built here), played for ``seconds`` at least."""
     opponent = (headline or {}).get("opponent")
     if opponent in (None, "random", "teammates"):
         return random_games
     try:
-        return yardstick_play(values, str(opponent))
+        return yardstick_play(values, str(opponent), seconds)
     except Exception:  # noqa: BLE001 - a league's own opponent (a snapshot, a mix of policies): no baseline
         return []
 
@@ -362,7 +367,7 @@ def run_entry(label: str, overrides: list[str], cap_s: float, raw_s: float, keep
             last["value"] < first["value"] if (summary.get("headline") or {}).get("mode") == "min" else last["value"] > first["value"]),
         improvement_z=improvement_z(first, last, (summary.get("headline") or {}).get("mode")),
     )  # fmt: skip
-    row["random_play"] = random_play_figure(summary.get("headline"), values, agents, baseline_games(summary.get("headline"), values, played))
+    row["random_play"] = random_play_figure(summary.get("headline"), values, agents, baseline_games(summary.get("headline"), values, played, raw_s))
     row["z_vs_random_play"] = z_vs_random_play(last, row["random_play"])
     return row
 
@@ -374,7 +379,7 @@ def rescore(row: dict[str, Any], raw_s: float) -> dict[str, Any]:
 
     values = composed_values(row["overrides"])
     _, played, agents = random_play(values["env"]["name"], dict(values["env"]["kwargs"] or {}), raw_s)
-    baseline = random_play_figure(row.get("headline"), values, agents, baseline_games(row.get("headline"), values, played))
+    baseline = random_play_figure(row.get("headline"), values, agents, baseline_games(row.get("headline"), values, played, raw_s))
     return {**row, "random_play": baseline, "z_vs_random_play": z_vs_random_play(row.get("last_quarter"), baseline)}
 
 

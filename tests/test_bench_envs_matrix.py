@@ -74,7 +74,7 @@ def test_random_play_on_tictactoe():
 
 def test_yardstick_play_seats_random_play_against_the_scripted_player():
     values = {"env": {"name": "tictactoe", "kwargs": {}}, "league": {"negamax_depth": 2}}
-    games = bench.yardstick_play(values, "minimax", episodes=10)
+    games = bench.yardstick_play(values, "minimax", seconds=0.0, episodes=10)
     assert len(games) == 10 and all(list(g["policies"].values()).count(bench.LEARNER) == 1 for g in games)
     assert {next(a for a, p in g["policies"].items() if p == bench.LEARNER) for g in games} == {"player_1", "player_2"}
     head = {"metric": "win_rate", "opponent": "minimax", "sides": {"main": 0}}
