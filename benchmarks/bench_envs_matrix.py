@@ -71,7 +71,9 @@ README_EXAMPLES: dict[str, list[str]] = {
     "readme:simple_tag_ppo_vs_dqn": [
         "env=simple_tag", "+policies={hunters: {algo: ppo, group: predator}, prey: {algo: dqn, group: prey}}",
     ],
-    "readme:simple_spread_by_name": ["env.name=mpe2.simple_spread_v3", "+env.groups={team: [\"*\"]}"],
+    "readme:simple_spread_by_name": [
+        "env.name=mpe2.simple_spread_v3", "+env.groups={team: [\"*\"]}", "algo.params.separate_networks=true", "algo.params.normalize_values=true",
+    ],
     "readme:texas_holdem_no_random": ["env=texas_holdem", "league.fixed_opponents.random=0"],
     "readme:tictactoe": ["env=tictactoe"],
 }
