@@ -92,6 +92,15 @@ def entries() -> dict[str, list[str]]:
     return found
 
 
+def actions_of(players: dict[str, Any], specs: dict[str, Any], ts: Any) -> dict[str, Any]:
+    """Each acting agent's action in ``ts`` from its player (an int for a Discrete space)."""
+    actions: dict[str, Any] = {}
+    for agent, obs in ts.obs.items():
+        action = players[agent].compute_actions(obs[None], ts.masks[agent][None])["actions"][0]
+        actions[agent] = action if specs[agent].continuous or specs[agent].action_nvec is not None else int(action)
+    return actions
+
+
 def random_play(
     name: str, kwargs: dict[str, Any], seconds: float, episodes: int = 20, cap_s: float = 60.0
 ) -> tuple[float, list[dict[str, Any]], dict[str, Any]]:
@@ -122,12 +131,7 @@ def random_play(
                 speed = steps / elapsed
             if speed is not None and (len(finished) >= episodes or elapsed >= cap_s):
                 return speed, finished, specs
-            actions: dict[str, Any] = {}
-            for agent, obs in ts.obs.items():
-                spec = specs[agent]
-                action = players[agent].compute_actions(obs[None], ts.masks[agent][None])["actions"][0]
-                actions[agent] = action if spec.continuous or spec.action_nvec is not None else int(action)
-            ts = env.step(actions)
+            ts = env.step(actions_of(players, specs, ts))
             steps, length = steps + 1, length + 1
             for agent, reward in ts.rewards.items():
                 returns[agent] += float(reward)
@@ -170,11 +174,7 @@ def yardstick_play(
             }  # fmt: skip
             ts, returns, length = env.reset(seed=len(finished)), dict.fromkeys(specs, 0.0), 0
             while not ts.done:
-                actions: dict[str, Any] = {}
-                for agent, obs in ts.obs.items():
-                    action = players[agent].compute_actions(obs[None], ts.masks[agent][None])["actions"][0]
-                    actions[agent] = action if specs[agent].continuous or specs[agent].action_nvec is not None else int(action)
-                ts, length = env.step(actions), length + 1
+                ts, length = env.step(actions_of(players, specs, ts)), length + 1
                 for agent, reward in ts.rewards.items():
                     returns[agent] += float(reward)
             policies = {a: LEARNER if a == seat else opponent for a in specs}
