@@ -160,18 +160,18 @@ def yardstick_play(
     from league.sampling.batched_runner import episode_record
 
     env = make_env(values["env"]["name"], **dict(values["env"]["kwargs"] or {}))
-    rng, depth = np.random.default_rng(0), int(values["league"]["negamax_depth"])
+    rng, depth, members = np.random.default_rng(0), int(values["league"]["negamax_depth"]), scripted_members(opponent)
     try:
         specs = {a: env.spec(a) for a in env.possible_agents}
+        factories = {(a, m): scripted_factory(m, spec, depth) for a, spec in specs.items() for m in ("random", *members)}
         finished: list[dict[str, Any]] = []
         t0 = time.perf_counter()
         while (len(finished) < episodes or time.perf_counter() - t0 < seconds) and time.perf_counter() - t0 < cap_s:
             seat = env.possible_agents[len(finished) % len(specs)]
             players = {
-                a: scripted_factory("random" if a == seat else str(rng.choice(scripted_members(opponent))), spec, depth).make_policy(
-                    seed=int(rng.integers(1 << 30)))
-                for a, spec in specs.items()
-            }  # fmt: skip
+                a: factories[a, "random" if a == seat else str(rng.choice(members))].make_policy(seed=int(rng.integers(1 << 30)))
+                for a in specs
+            }
             ts, returns, length = env.reset(seed=len(finished)), dict.fromkeys(specs, 0.0), 0
             while not ts.done:
                 ts, length = env.step(actions_of(players, specs, ts)), length + 1
@@ -196,38 +196,52 @@ def side_agents(side: str, values: dict[str, Any], agents: dict[str, Any]) -> li
     return groups.get(group) if group else None
 
 
+def _as_side(side: str, seats: list[str] | None, agents: dict[str, Any], played: list[dict[str, Any]],
+             against_yardstick: bool) -> list[dict[str, Any]]:  # fmt: skip
+    """``played`` with ``side`` as the policy in the seats a run's headline gives it: the random
+    player's (:data:`LEARNER`) in games against a yardstick, its group's, or each seat in turn
+    (one record per seat) for the one symmetric side; records without such a seat dropped."""
+    if against_yardstick:
+        relabelled = [{**e, "policies": {a: side if p == LEARNER else p for a, p in e["policies"].items()}} for e in played]
+    elif seats:
+        relabelled = [{**e, "policies": dict.fromkeys(seats, side)} for e in played]
+    else:
+        relabelled = [{**e, "policies": {a: side}} for e in played for a in agents]
+    return [e for e in relabelled if side in e["policies"].values()]
+
+
 def random_play_figure(headline: dict[str, Any] | None, values: dict[str, Any], agents: dict[str, Any],
                        played: list[dict[str, Any]]) -> dict[str, Any] | None:  # fmt: skip
     """The headline's figure for uniformly random play (each side's and their mean, with its
     standard error): what the run's greedy policies would score having learned nothing, for a
-    ``return`` or ``win_rate`` headline. ``played``: games of random players only (a headline
-    against random players or teammates), or :func:`yardstick_play`'s against the headline's
-    scripted opponent (its one symmetric side only). A side's value per episode: its seats'
-    mean return or whether one of them won; a symmetric side's (one policy in any seat), each
-    seat's, or the random player's seat's against a yardstick. None for an exact measure."""
+    ``return`` or ``win_rate`` headline, scored as the run scores its policies
+    (:func:`~league.run.evaluation.returns_of`: a side's seats' mean return in each game;
+    :func:`~league.run.evaluation.wins_of`). ``played``: games of random players only (a
+    headline against random players or teammates), or :func:`yardstick_play`'s against the
+    headline's scripted opponent (its one symmetric side only). None for an exact measure."""
+    from league.run.evaluation import returns_of, wins_of
+
     if not headline or not played or headline.get("metric") not in ("return", "win_rate"):
         return None
-    metric, sides, errors = headline["metric"], {}, []
     against_yardstick = headline.get("opponent") not in ("random", "teammates")
-
-    def value(e: dict[str, Any], a: str) -> float:
-        return float(e["returns"][a]) if metric == "return" else float(e["outcome"][a] == "win")
-
+    sides: dict[str, float] = {}
+    errors: list[float] = []
     for side in headline.get("sides") or {}:
         seats = side_agents(side, values, agents)
         if against_yardstick and seats is not None:
             return None  # a side of several seats against a scripted yardstick: not played here
-        if against_yardstick:
-            per_episode = [[value(e, a) for a, p in e["policies"].items() if p == LEARNER] for e in played]
-        elif seats:
-            per_episode = [[value(e, a) for a in seats] for e in played]
-        else:
-            per_episode = [[value(e, a)] for e in played for a in agents]
-        samples = [max(v) if metric == "win_rate" else statistics.fmean(v) for v in per_episode if v]
-        if not samples:
+        games = _as_side(side, seats, agents, played, against_yardstick)
+        if not games:
             return None
-        sides[side] = round(statistics.fmean(samples), 4)
-        errors.append(statistics.stdev(samples) / math.sqrt(len(samples)) if len(samples) > 1 else 0.0)
+        if headline["metric"] == "win_rate":
+            value = wins_of(side, games)
+            error = math.sqrt(value * (1 - value) / len(games))
+        else:
+            samples = returns_of(side, games)
+            value = statistics.fmean(samples)
+            error = statistics.stdev(samples) / math.sqrt(len(samples)) if len(samples) > 1 else 0.0
+        sides[side] = round(value, 4)
+        errors.append(error)
     if not sides:
         return None
     stderr = math.sqrt(sum(e * e for e in errors)) / len(errors)  # of the sides' mean
@@ -245,7 +259,7 @@ def baseline_games(
         return random_games
     try:
         return yardstick_play(values, str(opponent), seconds)
-    except Exception:  # noqa: BLE001 - a league's own opponent (a snapshot, a mix of policies): no baseline
+    except ValueError:  # not a scripted player this env's seats can be played by: no baseline
         return []
 
 
@@ -399,8 +413,14 @@ def main() -> None:
                         help="a JSONL file of this bench's rows: add random play's figure to each (random_play, z_vs_random_play), train nothing")
     args = parser.parse_args()
     if args.rescore is not None:
-        for line in args.rescore.read_text().splitlines():
-            print(json.dumps(rescore(json.loads(line), args.raw_s)), flush=True)
+        for number, line in enumerate(args.rescore.read_text().splitlines(), 1):
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as err:
+                parser.error(f"--rescore {args.rescore}: line {number} is not JSON ({err.msg}); give the lines this bench printed")
+            if not isinstance(row, dict) or not isinstance(row.get("overrides"), list):
+                parser.error(f"--rescore {args.rescore}: line {number} has no 'overrides' list; give the lines this bench printed")
+            print(json.dumps(rescore(row, args.raw_s)), flush=True)
         return
     unknown = sorted(set(args.only or ()) - set(known))
     if unknown:

@@ -311,3 +311,31 @@ def test_python_api_gives_each_side_its_algorithm(tmp_path):
         trainer.close()
     assert set(result) == {"hunters", "prey"} and all(set(r) == {"random"} for r in result.values())
     assert all((4 * r["random"]).is_integer() for r in result.values()), result  # a share of its 4 games
+
+
+@needs_mpe2
+@pytest.mark.parametrize("env_file", ["simple_adversary", "simple_push"])
+def test_the_mpe_env_files_ppo_runs_its_own_value_trunk_through_snapshots_and_evaluation(env_file, tmp_path):
+    """`league-train env=<file>` for the general-sum mpe2 files whose env_algo file gives PPO a
+    value trunk of its own with standardised targets, shortened: each side trains, takes and
+    evicts snapshots and is evaluated, and its checkpoint holds the value trunk."""
+    from league.checkpoint import read_checkpoint
+    from league.cli.train import composed_values
+
+    short = [
+        "sampler.remote=false", "sampler.num_envs=4", "sampler.fragment_length=25", "algo.params.train_batch_size=128",
+        "algo.params.minibatch_size=64", "algo.params.num_epochs=1", "iteration.min_env_steps=100", "league.snapshot_steps=50",
+        "league.max_snapshots=1", "eval.interval=1", "eval.episodes=4", "stop.iterations=4", "stop.time_s=0", "stop.env_steps=0",
+        "checkpoint.interval=0", "logging=quiet", "verbose=false",
+    ]  # fmt: skip
+    values = composed_values([f"env={env_file}", *short])
+    assert values["algo"]["params"]["separate_networks"] is True and values["algo"]["params"]["normalize_values"] is True
+    summary = run_job(values, str(tmp_path))
+    sides = set(summary["config"]["policies"])
+    assert len(sides) == 2 and set(summary["eval_return_mean"]) == sides
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert rows[-1]["snapshots_evicted"] >= 2, "each side's later snapshots evicted its first"
+    for side in sides:
+        assert rows[-1][f"{side}/num_sgd_updates"] > 0, f"{side} trained"
+        assert any(s.startswith(f"{side}@") for s in summary["snapshots"]), f"no {side} snapshot"
+        assert any(name.startswith("vf_trunk") for name in read_checkpoint(summary["checkpoints"][-1]).policies[side]), side

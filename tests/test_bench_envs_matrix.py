@@ -80,3 +80,14 @@ def test_yardstick_play_seats_random_play_against_the_scripted_player():
     head = {"metric": "win_rate", "opponent": "minimax", "sides": {"main": 0}}
     agents = {a: None for a in ("player_1", "player_2")}
     assert bench.random_play_figure(head, {"env": {"groups": {}}}, agents, games)["value"] == 0.0  # perfect play never loses
+
+
+def test_rescore_refuses_lines_that_are_not_the_benchs_rows(tmp_path):
+    import subprocess
+    import sys
+
+    for text, message in (("not json\n", "line 1 is not JSON"), ('{"entry": "env:x"}\n', "line 1 has no 'overrides' list")):
+        rows = tmp_path / "rows.jsonl"
+        rows.write_text(text)
+        out = subprocess.run([sys.executable, str(_SCRIPT), "--rescore", str(rows)], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 2 and message in out.stderr, out.stderr

@@ -32,7 +32,7 @@ QUIET_ITERATIONS_WARNING = 4
 #: iterations fit in them (one iteration of an image env can take minutes).
 QUIET_SECONDS_WARNING = 60.0
 
-__all__ = ["EpisodeFeed", "EvaluationRounds", "mix_source", "win_rate", "wins_of", "mean_return_of", "median_return_of"]
+__all__ = ["EpisodeFeed", "EvaluationRounds", "mix_source", "win_rate", "wins_of", "returns_of", "mean_return_of", "median_return_of"]
 
 
 def wins_of(policy_id: str, episodes: Sequence[Mapping[str, Any]]) -> float:
@@ -42,7 +42,7 @@ def wins_of(policy_id: str, episodes: Sequence[Mapping[str, Any]]) -> float:
     return wins / len(episodes)
 
 
-def _returns_of(policy_id: str, episodes: Sequence[Mapping[str, Any]]) -> list[float]:
+def returns_of(policy_id: str, episodes: Sequence[Mapping[str, Any]]) -> list[float]:
     """``policy_id``'s return in each episode it played (a team's: the mean over its seats)."""
     return [
         sum(seats) / len(seats)
@@ -53,14 +53,14 @@ def _returns_of(policy_id: str, episodes: Sequence[Mapping[str, Any]]) -> list[f
 
 def mean_return_of(policy_id: str, episodes: Sequence[Mapping[str, Any]]) -> float | None:
     """``policy_id``'s mean episode return (a team's: the mean over its seats), None without a seat."""
-    per_episode = _returns_of(policy_id, episodes)
+    per_episode = returns_of(policy_id, episodes)
     return sum(per_episode) / len(per_episode) if per_episode else None
 
 
 def median_return_of(policy_id: str, episodes: Sequence[Mapping[str, Any]]) -> float | None:
     """``policy_id``'s median episode return (a team's per episode: the mean over its seats),
     None without a seat; unlike the mean, a few outlier episodes barely move it."""
-    per_episode = _returns_of(policy_id, episodes)
+    per_episode = returns_of(policy_id, episodes)
     return float(statistics.median(per_episode)) if per_episode else None
 
 
