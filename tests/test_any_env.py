@@ -93,6 +93,34 @@ def test_atari_is_stepped_without_pettingzoos_round_trip_and_plays_the_same_game
         a, b = fast.step(actions), round_trip.step(actions)
 
 
+def test_frame_skip_and_stack_on_an_atari_games_ram():
+    """env.kwargs.preprocess frame_skip holds each action for N frames (rewards summed, the
+    episode's frames unchanged: max_cycles counts frames) and frame_stack stacks RAM vectors:
+    the same game as the plain env fed each action N times; grayscale asked of RAM is refused."""
+    pytest.importorskip("multi_agent_ale_py")
+    pytest.importorskip("supersuit")
+    plain = make_env("pettingzoo.atari.pong_v3", obs_type="ram", max_cycles=400)
+    skipped = make_env("pettingzoo.atari.pong_v3", obs_type="ram", max_cycles=400, preprocess={"frame_skip": 4, "frame_stack": 2})
+    assert skipped.spec("first_0").obs_shape == (256,)
+    a, b = plain.reset(seed=5), skipped.reset(seed=5)
+    rng = np.random.default_rng(0)
+    decisions, plain_total, skipped_total = 0, 0.0, 0.0
+    while not b.done:
+        actions = {k: int(rng.integers(6)) for k in b.obs}
+        for _ in range(4):
+            a = plain.step(actions)
+            plain_total += a.rewards["first_0"]
+        b = skipped.step(actions)
+        decisions, skipped_total = decisions + 1, skipped_total + b.rewards["first_0"]
+        newest = np.asarray(b.obs["first_0"])[128:] if not b.done else None
+        assert newest is None or np.array_equal(newest, a.obs["first_0"])
+    assert a.done and decisions == 100 and plain_total == skipped_total
+    with pytest.raises(ValueError, match="grayscale and resize apply to image observations"):
+        make_env("pettingzoo.atari.pong_v3", obs_type="ram", preprocess={"grayscale": True})
+    with pytest.raises(ValueError, match="frame_skip must be an int >= 1, got 0"):
+        make_env("pettingzoo.atari.pong_v3", obs_type="ram", preprocess={"frame_skip": 0})
+
+
 def test_atari_env_is_built_once_per_copy(monkeypatch):
     """The AEC env() that only wraps a parallel env hands over the parallel env it wraps:
     parallel_env() is not called to build a second one (an Atari copy loads its ROM in each)."""

@@ -1,6 +1,10 @@
-"""Image observations by config: grayscale, resize, frame stacking and scaling, done by
+"""Frames by config: frame skipping, grayscale, resize, frame stacking and scaling, done by
 SuperSuit's PettingZoo wrappers (the usual, maintained tool for this; no hand-written
 image code) before the env is adapted.
+
+``frame_skip`` and ``frame_stack`` apply to any observation (an Atari game's RAM bytes
+too); ``grayscale`` and ``resize`` to images only; ``scale`` defaults to on for images and
+off otherwise.
 
 Asked for with the reserved env kwarg ``preprocess`` (``+env.kwargs.preprocess={resize:
 [84, 84], grayscale: true, frame_stack: 4}``), so every place that builds the env from
@@ -19,10 +23,11 @@ __all__ = ["PREPROCESS_KEYS", "check_preprocess", "wrap_images"]
 
 #: Keys of ``preprocess`` and what they do (in this order).
 PREPROCESS_KEYS = {
+    "frame_skip": "int >= 1: each action held for N env steps, their rewards summed (supersuit.frame_skip_v0)",
     "grayscale": "bool: RGB -> one luminance channel (supersuit.color_reduction_v0, mode full)",
     "resize": "[width, height]: bilinear resize (supersuit.resize_v1)",
     "frame_stack": "int >= 1: the last N frames as channels (supersuit.frame_stack_v1)",
-    "scale": "bool, default true: pixels 0..255 -> 0..1 as float32 (supersuit.dtype_v0 + normalize_obs_v0)",
+    "scale": "bool, default true for images: observations from their space's bounds (0..255) to 0..1 as float32 (supersuit.dtype_v0 + normalize_obs_v0)",
 }
 
 
@@ -36,22 +41,28 @@ def check_preprocess(options: Any) -> dict[str, Any]:
     size = options.get("resize")
     if size is not None and not (isinstance(size, (list, tuple)) and len(size) == 2 and all(isinstance(x, int) and x > 0 for x in size)):
         raise ValueError(f"env.kwargs.preprocess.resize must be [width, height] (positive ints), got {size!r}")
-    stack = options.get("frame_stack", 1)
-    if isinstance(stack, bool) or not isinstance(stack, int) or stack < 1:
-        raise ValueError(f"env.kwargs.preprocess.frame_stack must be an int >= 1, got {stack!r}")
+    for key in ("frame_skip", "frame_stack"):
+        count = options.get(key, 1)
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise ValueError(f"env.kwargs.preprocess.{key} must be an int >= 1, got {count!r}")
     return dict(options)
 
 
 def wrap_images(env: Any, options: Mapping[str, Any], name: str = "env") -> Any:
-    """``env`` (a PettingZoo AEC or parallel env) with the image wrappers ``options`` ask for."""
+    """``env`` (a PettingZoo AEC or parallel env) with the frame wrappers ``options`` ask for."""
     options = check_preprocess(options)
     try:
         import supersuit as ss
     except ImportError as err:
         raise ImportError(f"env {name}: env.kwargs.preprocess needs SuperSuit (pip install 'league[images]')") from err
     space = env.observation_space(env.possible_agents[0])
-    if len(getattr(space, "shape", ()) or ()) not in (2, 3):
-        raise ValueError(f"env {name}: env.kwargs.preprocess applies to image observations ([H, W] or [H, W, C]), this env's are {space}")
+    is_image = len(getattr(space, "shape", ()) or ()) in (2, 3)
+    if not is_image and (options.get("grayscale") or options.get("resize")):
+        raise ValueError(f"env {name}: env.kwargs.preprocess grayscale and resize apply to image observations ([H, W] or [H, W, C]), this env's are {space}")
+    skip = int(options.get("frame_skip", 1))
+    if skip > 1:
+        # First, so that every later wrapper (and the stack) sees one frame per decision.
+        env = ss.frame_skip_v0(env, skip)
     if options.get("grayscale"):
         if len(space.shape) != 3 or space.shape[-1] != 3:
             raise ValueError(f"env {name}: grayscale needs RGB observations [H, W, 3], got shape {space.shape}")
@@ -63,8 +74,10 @@ def wrap_images(env: Any, options: Mapping[str, Any], name: str = "env") -> Any:
     if stack > 1:
         env = ss.frame_stack_v1(env, stack)
     shape = env.observation_space(env.possible_agents[0]).shape
-    if len(shape) == 2:  # one channel: [H, W] -> [H, W, 1] for the conv model
+    if is_image and len(shape) == 2:  # one channel: [H, W] -> [H, W, 1] for the conv model
         env = ss.reshape_v0(env, (*shape, 1))
-    if options.get("scale", True):
+    if options.get("scale", is_image):
+        if not (np.all(np.isfinite(space.low)) and np.all(np.isfinite(space.high))):
+            raise ValueError(f"env {name}: env.kwargs.preprocess.scale needs bounded observations, this env's are {space}; set scale: false")
         env = ss.normalize_obs_v0(ss.dtype_v0(env, np.float32), env_min=0.0, env_max=1.0)
     return env
