@@ -102,6 +102,7 @@ def test_frame_skip_and_stack_on_an_atari_games_ram():
     plain = make_env("pettingzoo.atari.pong_v3", obs_type="ram", max_cycles=400)
     skipped = make_env("pettingzoo.atari.pong_v3", obs_type="ram", max_cycles=400, preprocess={"frame_skip": 4, "frame_stack": 2})
     assert skipped.spec("first_0").obs_shape == (256,)
+    assert (plain.episode_limit(), skipped.episode_limit()) == (400, 100)  # what the config check sizes samplers by
     a, b = plain.reset(seed=5), skipped.reset(seed=5)
     rng = np.random.default_rng(0)
     decisions, plain_total, skipped_total = 0, 0.0, 0.0
@@ -258,6 +259,38 @@ def test_image_preprocessing_by_config_and_a_sampler_sized_from_the_observation(
     values = short_run_values(env, batch=256, sampler={"num_envs": 2, "fragment_length": 10}, iteration={"min_env_steps": 20}, eval={"episodes": 2})
     summary = run_job(values, str(tmp_path))
     assert summary["iterations"] == 2 and summary["metric"] == "return"
+
+
+def test_an_aec_env_behind_parallel_env_observes_each_agent_once_and_plays_the_same_game(monkeypatch):
+    """pistonball's parallel_env() is PettingZoo's aec_to_parallel, whose step observes every
+    piston twice (last() before each action, discarded); make_env's observes once, with the
+    image wrappers on the AEC env: the same observations, rewards and ends step for step."""
+    pytest.importorskip("supersuit")
+    pytest.importorskip("pymunk")
+    import pettingzoo.butterfly.pistonball.pistonball as pistonball
+
+    from league.envs.images import wrap_images
+
+    kwargs = {"continuous": False, "max_cycles": 30, "n_pistons": 5}
+    images = {"grayscale": True, "resize": [24, 24], "frame_stack": 2}
+    reference = PettingZooParallelEnv(wrap_images(pistonball.parallel_env(**kwargs), images), name="pistonball")
+    fast = make_env("pettingzoo.butterfly.pistonball_v6", **kwargs, preprocess=images)
+    observed = []
+    original = pistonball.raw_env.observe
+    monkeypatch.setattr(pistonball.raw_env, "observe", lambda self, agent: observed.append(agent) or original(self, agent))
+    rng = np.random.default_rng(0)
+    a, b = fast.reset(seed=2), reference.reset(seed=2)
+    for _ in range(45):  # past the end of an episode (max_cycles 30) and into the next
+        assert set(a.obs) == set(b.obs) and all(np.array_equal(a.obs[k], b.obs[k]) for k in a.obs)
+        assert (a.rewards, a.terminated, a.truncated, a.done) == (b.rewards, b.terminated, b.truncated, b.done)
+        if a.done:
+            a, b = fast.reset(seed=3), reference.reset(seed=3)
+            continue
+        actions = {k: int(rng.integers(3)) for k in a.obs}
+        observed.clear()
+        a = fast.step(actions)
+        assert len(observed) == 5  # once a piston
+        b = reference.step(actions)
 
 
 def test_an_iteration_longer_than_the_budget_ends_with_it(tmp_path):

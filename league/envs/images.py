@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["PREPROCESS_KEYS", "check_preprocess", "wrap_images"]
+__all__ = ["PREPROCESS_KEYS", "check_preprocess", "wrap_each_observation", "wrap_images", "wrap_over_time"]
 
 #: Keys of ``preprocess`` and what they do (in this order).
 PREPROCESS_KEYS = {
@@ -48,21 +48,16 @@ def check_preprocess(options: Any) -> dict[str, Any]:
     return dict(options)
 
 
-def wrap_images(env: Any, options: Mapping[str, Any], name: str = "env") -> Any:
-    """``env`` (a PettingZoo AEC or parallel env) with the frame wrappers ``options`` ask for."""
+def wrap_each_observation(env: Any, options: Mapping[str, Any], name: str = "env") -> Any:
+    """``env`` (a PettingZoo AEC or parallel env) with the wrappers ``options`` ask for that
+    change each observation on its own (grayscale, resize, the channel axis, scale): safe on
+    an AEC env that is stepped as a parallel one."""
     options = check_preprocess(options)
-    try:
-        import supersuit as ss
-    except ImportError as err:
-        raise ImportError(f"env {name}: env.kwargs.preprocess needs SuperSuit (pip install 'league[images]')") from err
+    ss = _supersuit(name)
     space = env.observation_space(env.possible_agents[0])
     is_image = len(getattr(space, "shape", ()) or ()) in (2, 3)
     if not is_image and (options.get("grayscale") or options.get("resize")):
         raise ValueError(f"env {name}: env.kwargs.preprocess grayscale and resize apply to image observations ([H, W] or [H, W, C]), this env's are {space}")
-    skip = int(options.get("frame_skip", 1))
-    if skip > 1:
-        # First, so that every later wrapper (and the stack) sees one frame per decision.
-        env = ss.frame_skip_v0(env, skip)
     if options.get("grayscale"):
         if len(space.shape) != 3 or space.shape[-1] != 3:
             raise ValueError(f"env {name}: grayscale needs RGB observations [H, W, 3], got shape {space.shape}")
@@ -70,14 +65,37 @@ def wrap_images(env: Any, options: Mapping[str, Any], name: str = "env") -> Any:
     if options.get("resize"):
         width, height = options["resize"]
         env = ss.resize_v1(env, x_size=width, y_size=height, linear_interp=True)
-    stack = int(options.get("frame_stack", 1))
-    if stack > 1:
-        env = ss.frame_stack_v1(env, stack)
     shape = env.observation_space(env.possible_agents[0]).shape
-    if is_image and len(shape) == 2:  # one channel: [H, W] -> [H, W, 1] for the conv model
+    if is_image and len(shape) == 2:  # one channel: [H, W] -> [H, W, 1] for the conv model (a stack adds channels)
         env = ss.reshape_v0(env, (*shape, 1))
     if options.get("scale", is_image):
         if not (np.all(np.isfinite(space.low)) and np.all(np.isfinite(space.high))):
             raise ValueError(f"env {name}: env.kwargs.preprocess.scale needs bounded observations, this env's are {space}; set scale: false")
         env = ss.normalize_obs_v0(ss.dtype_v0(env, np.float32), env_min=0.0, env_max=1.0)
     return env
+
+
+def wrap_over_time(env: Any, options: Mapping[str, Any], name: str = "env") -> Any:
+    """``env`` with the wrappers ``options`` ask for that span steps (frame skip, then frame
+    stack: a stack holds one frame per decision). On the env as it is stepped: SuperSuit's
+    stack on an AEC env stepped as a parallel one fills only the first agent's at a reset."""
+    options = check_preprocess(options)
+    skip, stack = int(options.get("frame_skip", 1)), int(options.get("frame_stack", 1))
+    if skip > 1:
+        env = _supersuit(name).frame_skip_v0(env, skip)
+    if stack > 1:
+        env = _supersuit(name).frame_stack_v1(env, stack)
+    return env
+
+
+def wrap_images(env: Any, options: Mapping[str, Any], name: str = "env") -> Any:
+    """``env`` (a PettingZoo AEC or parallel env) with every wrapper ``options`` ask for."""
+    return wrap_over_time(wrap_each_observation(env, options, name), options, name)
+
+
+def _supersuit(name: str) -> Any:
+    try:
+        import supersuit
+    except ImportError as err:
+        raise ImportError(f"env {name}: env.kwargs.preprocess needs SuperSuit (pip install 'league[images]')") from err
+    return supersuit

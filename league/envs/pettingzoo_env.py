@@ -72,6 +72,8 @@ class _PettingZooBase(MultiAgentEnv):
         convention, on the env or inside it: SuperSuit and PettingZoo wrappers are looked
         through), whichever ends an episode first; None without either."""
         cycles = _max_cycles(self.env)
+        if cycles:  # max_cycles counts frames; a SuperSuit frame skip makes a step several
+            cycles = -(-cycles // _frames_per_step(self.env))
         limits = [n for n in (self.max_episode_steps, cycles and cycles * self._steps_per_cycle) if n]
         return min(limits) if limits else None
 
@@ -106,6 +108,21 @@ def _max_cycles(env: Any) -> int | None:
                 pass
         frontier = found
     return None
+
+
+def _frames_per_step(env: Any) -> int:
+    """Frames one step of ``env`` plays: the product of SuperSuit's frame skips among its
+    wrappers (``num_frames``: an int, or a ``(low, high)`` range whose low end is taken), 1 without."""
+    frames, obj = 1, env
+    for _ in range(32):
+        if obj is None:
+            break
+        if type(obj).__name__.startswith("frame_skip"):
+            skip = obj.__dict__.get("num_frames", 1)
+            frames *= int(skip[0] if isinstance(skip, tuple) else skip)
+        inner = obj.__dict__
+        obj = inner.get("env") or inner.get("aec_env") or inner.get("par_env")
+    return max(1, frames)
 
 
 class PettingZooAECEnv(_PettingZooBase):

@@ -16,10 +16,12 @@ module offers; when it offers both, parallel if its env declares
 ``metadata["is_parallelizable"]`` (every agent acts every cycle, e.g. rps) and AEC
 otherwise (turn-based games such as connect four). An AEC ``env()`` that only wraps a
 parallel env (PettingZoo's Atari games) is played through ``parallel_env()``, and a
-``parallel_env()`` that is that parallel env wrapped to AEC and back is stepped natively.
+``parallel_env()`` that is that parallel env wrapped to AEC and back is stepped natively, and
+one that is PettingZoo's ``aec_to_parallel`` of an AEC env is rebuilt over that AEC env so that
+a step observes each agent once (PettingZoo's observes twice and discards one).
 Atari games find the ROMs that the ``ale-py`` wheel ships unless ``auto_rom_install_path`` is given.
-The reserved kwarg ``preprocess`` (resize, grayscale, frame stack) wraps a PettingZoo env's
-image observations with SuperSuit (:mod:`league.envs.images`).
+The reserved kwarg ``preprocess`` (frame skip, grayscale, resize, frame stack, scale) wraps a
+PettingZoo env's observations with SuperSuit (:mod:`league.envs.images`).
 """
 
 from __future__ import annotations
@@ -215,12 +217,23 @@ def _make_pettingzoo(
             env.close()
             native = _construct(name, path, module.parallel_env, kwargs)
         api, env = "parallel", native
+    inner_aec = None
     if api == "parallel":
         env = _native_parallel(env)
+        inner_aec = _aec_inside_parallel(env)
     if images:
-        from league.envs.images import wrap_images
+        from league.envs.images import wrap_each_observation
 
-        env = wrap_images(env, images, name)
+        if inner_aec is not None:  # on the AEC env it is: SuperSuit would round-trip a parallel one
+            inner_aec = wrap_each_observation(inner_aec, images, name)
+        else:
+            env = wrap_each_observation(env, images, name)
+    if inner_aec is not None:
+        env = _observe_once_parallel(inner_aec)
+    if images:
+        from league.envs.images import wrap_over_time
+
+        env = wrap_over_time(env, images, name)
     adapter = PettingZooAECEnv if api == "aec" else PettingZooParallelEnv
     return adapter(env, name=name, max_episode_steps=max_episode_steps)
 
@@ -268,6 +281,29 @@ def _parallel_inside_aec(aec: Any) -> Any | None:
     while isinstance(inner, (OrderEnforcingWrapper, AssertOutOfBoundsWrapper)):
         inner = inner.env
     return inner.env if isinstance(inner, parallel_to_aec_wrapper) else None
+
+
+def _aec_inside_parallel(env: Any) -> Any | None:
+    """The AEC env that a ``parallel_env()`` is PettingZoo's ``aec_to_parallel`` of
+    (pistonball, pursuit, MPE...), None for a native parallel env."""
+    from pettingzoo.utils.conversions import aec_to_parallel_wrapper
+
+    return env.aec_env if isinstance(env, aec_to_parallel_wrapper) else None
+
+
+def _observe_once_parallel(aec: Any) -> Any:
+    """``aec_to_parallel(aec)`` whose step observes each agent once, not twice: PettingZoo's
+    step asks ``last()`` of every agent before its action and discards the observation, and
+    observing is most of such an env's step (pistonball copies its 880x560 screen for each
+    piston: 2x its raw env steps here; the same game, tested)."""
+    from pettingzoo.utils.conversions import aec_to_parallel_wrapper
+    from pettingzoo.utils.wrappers import BaseWrapper
+
+    class LastWithoutObservation(BaseWrapper):
+        def last(self, observe: bool = True) -> Any:
+            return super().last(observe=False)
+
+    return aec_to_parallel_wrapper(LastWithoutObservation(aec))
 
 
 def _with_atari_roms(path: str, kwargs: dict[str, Any]) -> dict[str, Any]:
