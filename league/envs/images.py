@@ -82,6 +82,11 @@ def wrap_over_time(env: Any, options: Mapping[str, Any], name: str = "env") -> A
     options = check_preprocess(options)
     skip, stack = int(options.get("frame_skip", 1)), int(options.get("frame_stack", 1))
     if skip > 1:
+        raw = env.unwrapped
+        if getattr(raw, "np_random", None) is None:
+            # SuperSuit's parallel frame skip draws each skip from the env's np_random (a range
+            # of skips); ours is one number, so any generator gives it. Cooperative pong has none.
+            raw.np_random = np.random.default_rng(0)
         env = _supersuit(name).frame_skip_v0(env, skip)
     if stack > 1:
         env = _supersuit(name).frame_stack_v1(env, stack)
