@@ -200,6 +200,20 @@ def test_fragments_of_a_slow_env_are_sized_to_the_time_budget():
     assert untimed.sampler.fragment_length == 64, "no time budget: nothing to fit"
 
 
+def test_a_long_budget_bounds_fragments_and_batches_in_seconds_not_in_a_share():
+    """At stop.time_s=1800 a twentieth is 90 s: pistonball's fragments and PPO batches took that
+    and the run ended 32 s past its budget. The bound is at most MAX_FRAGMENT_S, at any budget."""
+    from league.run.env_checks import MAX_FRAGMENT_S, fragment_bound_s
+
+    assert fragment_bound_s(60) == 3.0 and fragment_bound_s(1800) == fragment_bound_s(36_000) == MAX_FRAGMENT_S <= 25
+    env = {"name": "slow_long", "kwargs": {"length": 1000, "step_s": 0.01}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cfg = parse_run_config(short_run_values(env, sampler={"num_envs": 32, "fragment_length": 1000}, stop={"iterations": 0, "time_s": 3600.0}))
+    step_s = 2 * 0.01  # the probe's step time, the cores shared
+    assert cfg.sampler.num_envs * cfg.sampler.fragment_length * step_s <= MAX_FRAGMENT_S * 1.3  # the probe's noise
+
+
 register_env(
     "slow_capped", lambda **kw: GymnasiumEnv(SlowLong(**kw), name="slow_capped", max_episode_steps=kw.get("length", 100)), overwrite=True
 )

@@ -30,8 +30,11 @@ MAX_FRAGMENT_BYTES = 1 << 30
 #: The config check's env probe: at most this many random steps, and about this many seconds.
 PROBE_STEPS, PROBE_S = 8, 0.25
 #: With a time budget, one sampler's fragment may take this share of stop.time_s (at least
-#: MIN_FRAGMENT_S): a run's last iteration ends at the deadline only between fragments.
-FRAGMENT_SHARE, MIN_FRAGMENT_S = 0.05, 2.0
+#: MIN_FRAGMENT_S, at most MAX_FRAGMENT_S): a run's last iteration ends at the deadline only
+#: between fragments, so the bound is what a run may overrun by; absolute at long budgets
+#: (pistonball over 1800 s: 90 s fragments and batches, 32 s over; 540 s budgets, whose share
+#: is 27 s, ended within -8.8 and +6.2 s of it).
+FRAGMENT_SHARE, MIN_FRAGMENT_S, MAX_FRAGMENT_S = 0.05, 2.0, 25.0
 #: With a time budget, the shares of stop.time_s (at the probe's step time) by which every env
 #: copy of a sampler ends its first episode of the env's longest length, the first evaluation
 #: round starts (eval.interval iterations), and one evaluation round's env steps are played.
@@ -90,7 +93,7 @@ def fit_time_budget(cfg: RunConfig, step_s: float, episode_limit: int | None, ro
     batch = params.get("train_batch_size")
     batch_steps = 0  # env steps a training step waits for: a whole batch of the policy's rows
     if cfg.algo.name in ROLLOUT_ALGORITHMS and isinstance(batch, int) and not isinstance(batch, bool):
-        rows = max(1, int(max(MIN_FRAGMENT_S, FRAGMENT_SHARE * budget) * rate) * max(1, rows_per_step))
+        rows = max(1, int(fragment_bound_s(budget) * rate) * max(1, rows_per_step))
         if rows < batch:
             changes.append(f"algo.params.train_batch_size {batch} -> {rows}")
             params["train_batch_size"] = batch = rows
@@ -174,17 +177,23 @@ def sample_while_learning(cfg: RunConfig, step_s: float, step_values: int) -> No
     )
 
 
+def fragment_bound_s(budget_s: float) -> float:
+    """The seconds one sampler's fragment (and a rollout algorithm's batch) may take under a time
+    budget of ``budget_s``: :data:`FRAGMENT_SHARE` of it, within [MIN_FRAGMENT_S, MAX_FRAGMENT_S]."""
+    return min(MAX_FRAGMENT_S, max(MIN_FRAGMENT_S, FRAGMENT_SHARE * budget_s))
+
+
 def bound_fragment_time(cfg: RunConfig, step_s: float) -> None:
     """Shrink ``sampler.fragment_length`` (then ``num_envs``) until one sampler's fragment, at
     ``step_s`` seconds an env step (the probe's, times 2 for the samplers and the learner sharing
-    cores), fits in :data:`FRAGMENT_SHARE` of ``stop.time_s``, with a warning naming the change:
+    cores), fits in :func:`fragment_bound_s` of ``stop.time_s``, with a warning naming the change:
     a ``sample()`` call cannot stop midway, so on a slow env (pistonball: 32 copies x 64 steps at
     about 30 ms a step is a minute) one fragment overran a 45 s budget by 90 s. Called by
     :func:`fit_time_budget`, after it shrank ``num_envs`` for episodes to end."""
     s, budget = cfg.sampler, cfg.stop.time_s
     if not budget:
         return
-    bound, per_step = max(MIN_FRAGMENT_S, FRAGMENT_SHARE * budget), 2.0 * step_s
+    bound, per_step = fragment_bound_s(budget), 2.0 * step_s
     if s.num_envs * s.fragment_length * per_step <= bound:
         return
     before = (s.num_envs, s.fragment_length)
