@@ -59,6 +59,21 @@ def test_any_openspiel_game_by_prefix():
         make_env("openspiel:no_such_game")
 
 
+def assert_same_game(env, reference, steps: int, n_actions: int) -> None:
+    """``env`` and ``reference`` stepped by the same random actions for ``steps`` steps, a new
+    episode after each end: the same observations, rewards and ends at every step."""
+    rng = np.random.default_rng(0)
+    a, b = env.reset(seed=3), reference.reset(seed=3)
+    for _ in range(steps):
+        assert set(a.obs) == set(b.obs) and all(np.array_equal(a.obs[k], b.obs[k]) for k in a.obs)
+        assert (a.rewards, a.terminated, a.truncated, a.done) == (b.rewards, b.terminated, b.truncated, b.done)
+        if a.done:
+            a, b = env.reset(seed=4), reference.reset(seed=4)
+            continue
+        actions = {k: int(rng.integers(n_actions)) for k in a.obs}
+        a, b = env.step(actions), reference.step(actions)
+
+
 def test_atari_aec_env_is_played_through_the_parallel_api():
     pytest.importorskip("multi_agent_ale_py")
     env = make_env("pettingzoo.atari.pong_v3", obs_type="ram", max_cycles=50)  # ROMs from the ale-py wheel
@@ -81,16 +96,7 @@ def test_atari_is_stepped_without_pettingzoos_round_trip_and_plays_the_same_game
     kwargs = _with_atari_roms("pettingzoo.atari.pong_v3", {"obs_type": "ram", "max_cycles": 300})
     round_trip = PettingZooParallelEnv(pong.parallel_env(**kwargs), name="pong")
     assert type(round_trip.env).__name__ == "aec_to_parallel_wrapper"
-    rng = np.random.default_rng(0)
-    a, b = fast.reset(seed=3), round_trip.reset(seed=3)
-    for _ in range(400):  # past the end of an episode (max_cycles 300) and into the next
-        assert set(a.obs) == set(b.obs) and all(np.array_equal(a.obs[k], b.obs[k]) for k in a.obs)
-        assert (a.rewards, a.terminated, a.truncated, a.done) == (b.rewards, b.terminated, b.truncated, b.done)
-        if a.done:
-            a, b = fast.reset(seed=4), round_trip.reset(seed=4)
-            continue
-        actions = {k: int(rng.integers(6)) for k in a.obs}
-        a, b = fast.step(actions), round_trip.step(actions)
+    assert_same_game(fast, round_trip, steps=400, n_actions=6)  # past the end of an episode (max_cycles 300)
 
 
 def test_frame_skip_and_stack_on_an_atari_games_ram():
@@ -275,22 +281,18 @@ def test_an_aec_env_behind_parallel_env_observes_each_agent_once_and_plays_the_s
     images = {"grayscale": True, "resize": [24, 24], "frame_stack": 2}
     reference = PettingZooParallelEnv(wrap_images(pistonball.parallel_env(**kwargs), images), name="pistonball")
     fast = make_env("pettingzoo.butterfly.pistonball_v6", **kwargs, preprocess=images)
-    observed = []
-    original = pistonball.raw_env.observe
+    observed: list[str] = []
+    original, fast_step = pistonball.raw_env.observe, fast.step
     monkeypatch.setattr(pistonball.raw_env, "observe", lambda self, agent: observed.append(agent) or original(self, agent))
-    rng = np.random.default_rng(0)
-    a, b = fast.reset(seed=2), reference.reset(seed=2)
-    for _ in range(45):  # past the end of an episode (max_cycles 30) and into the next
-        assert set(a.obs) == set(b.obs) and all(np.array_equal(a.obs[k], b.obs[k]) for k in a.obs)
-        assert (a.rewards, a.terminated, a.truncated, a.done) == (b.rewards, b.terminated, b.truncated, b.done)
-        if a.done:
-            a, b = fast.reset(seed=3), reference.reset(seed=3)
-            continue
-        actions = {k: int(rng.integers(3)) for k in a.obs}
+
+    def step_counting_observations(actions):
         observed.clear()
-        a = fast.step(actions)
+        ts = fast_step(actions)
         assert len(observed) == 5  # once a piston
-        b = reference.step(actions)
+        return ts
+
+    monkeypatch.setattr(fast, "step", step_counting_observations)
+    assert_same_game(fast, reference, steps=45, n_actions=3)  # past the end of an episode (max_cycles 30)
 
 
 def test_an_iteration_longer_than_the_budget_ends_with_it(tmp_path):
