@@ -5,10 +5,16 @@ from __future__ import annotations
 import dataclasses
 import subprocess
 import sys
+import warnings
 
+import gymnasium as gym
+import numpy as np
 import pytest
+from gymnasium import spaces
 
 from league.config import RunConfig, parse_run_config
+from league.envs import register_env
+from league.envs.gym_env import GymnasiumEnv
 
 
 def test_defaults_parse():
@@ -69,3 +75,66 @@ def test_cli_refuses_unknown_override_key():
     out = subprocess.run([sys.executable, "-m", "league.cli.train", "sampler.nonsense=3"], capture_output=True, text=True, timeout=120)
     assert out.returncode != 0
     assert "nonsense" in out.stderr
+
+
+class _Screen(gym.Env):
+    """A one-player env whose observation is a screen: blank, or showing the step count; its
+    episodes last ``length`` steps."""
+
+    def __init__(self, drawn: bool = True, length: int = 50) -> None:
+        self.drawn, self.length, self.t = drawn, length, 0
+        self.observation_space = spaces.Box(0.0, 1.0, (4, 4, 1), np.float32)
+        self.action_space = spaces.Discrete(2)
+
+    def _obs(self) -> np.ndarray:
+        return np.full((4, 4, 1), (self.t / self.length) if self.drawn else 0.0, np.float32)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        self.t = 0
+        return self._obs(), {}
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+        self.t += 1
+        return self._obs(), float(action), self.t >= self.length, False, {}
+
+
+register_env("screen_test", lambda **kw: GymnasiumEnv(_Screen(**kw), name="screen_test"), overwrite=True)
+
+
+@pytest.mark.parametrize(
+    "kwargs, warned",
+    [({"drawn": False}, True), ({"drawn": True}, False), ({"drawn": False, "length": 1}, False)],
+    ids=["blank screen", "drawn screen", "one-step episodes"],
+)
+def test_observations_that_never_change_are_warned_about_before_the_run(kwargs, warned):
+    # PettingZoo 1.27's cooperative pong, without a render mode, never draws the screen its
+    # observations are read from: every run trained on black frames until this check. A game of
+    # one-step episodes (a matrix game) may see the same observation every time: not warned.
+    values = {"env": {"name": "screen_test", "kwargs": kwargs}, "eval": {"interval": 0}}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        parse_run_config(values)
+    blind = [str(w.message) for w in caught if "stayed the same" in str(w.message)]
+    assert bool(blind) == warned, blind
+    if warned:
+        assert "env 'screen_test'" in blind[0] and "env.kwargs.render_mode=rgb_array" in blind[0]
+
+
+def test_cooperative_pong_as_shipped_sees_its_screen():
+    pytest.importorskip("pygame")
+    from league.envs import make_env
+    from run_helpers import composed_values
+
+    values = composed_values("env=cooperative_pong")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        parse_run_config(values)
+    assert not [w for w in caught if "stayed the same" in str(w.message)]
+    env = make_env(values["env"]["name"], **values["env"]["kwargs"])
+    try:
+        step = env.reset(seed=0)
+        step = env.step({agent: 1 for agent in step.obs})
+        assert all(np.asarray(obs).max() > 0.5 for obs in step.obs.values())  # the paddles and the ball, white
+    finally:
+        env.close()

@@ -16,6 +16,8 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 if TYPE_CHECKING:
     from league.run.schema import RunConfig
     from league.envs.base import MultiAgentEnv
@@ -343,6 +345,8 @@ def probe_env(cfg: RunConfig, env: MultiAgentEnv, specs: Mapping[str, Any]) -> t
     try:
         step = env.reset(seed=0)
         acting = len(step.obs)
+        first = {agent: np.asarray(obs) for agent, obs in step.obs.items()}
+        varied = ended = False
         t0, steps, times = time.perf_counter(), 0, []
         while steps < PROBE_STEPS and (steps == 0 or time.perf_counter() - t0 < PROBE_S):
             t_step = time.perf_counter()
@@ -356,8 +360,12 @@ def probe_env(cfg: RunConfig, env: MultiAgentEnv, specs: Mapping[str, Any]) -> t
             step = env.step(actions)
             times.append(time.perf_counter() - t_step)
             steps += 1
+            varied = varied or _any_differs(first, step.obs)
             if step.done:
+                ended = True
                 step = env.reset()
+        if steps >= 2 and not (varied or ended):
+            _warn_blind(cfg, steps)
         # The median step: a step or two descheduled by other work on the machine moves it little.
         return (statistics.median(times) if times else 0.0), acting
     except (TypeError, ValueError, RuntimeError) as err:
@@ -370,6 +378,30 @@ def probe_env(cfg: RunConfig, env: MultiAgentEnv, specs: Mapping[str, Any]) -> t
             f"env '{cfg.env.name}' failed its first reset and step with {_suspects(cfg.env.kwargs, cause)}: "
             f"{type(cause).__name__}: {cause}; fix or drop the env.kwargs named"
         ) from err
+
+
+def _any_differs(first: dict[str, np.ndarray], observations: Mapping[str, Any]) -> bool:
+    """Whether any agent's observation differs from its first (an agent first seen now counts as a difference)."""
+    for agent, obs in observations.items():
+        if agent not in first:
+            first[agent] = np.asarray(obs)
+            return True
+        if not np.array_equal(first[agent], np.asarray(obs)):
+            return True
+    return False
+
+
+def _warn_blind(cfg: RunConfig, steps: int) -> None:
+    """Warn that every observation stayed the same through the probe's random play, within one
+    episode: policies that see nothing change learn nothing (PettingZoo 1.27's cooperative pong,
+    without a render mode, never draws the screen its observations are read from: all black)."""
+    warnings.warn(
+        f"env '{cfg.env.name}': every agent's observation stayed the same through {steps} steps of random play "
+        "(the config check's probe, within one episode), so its policies would learn from observations that say "
+        "nothing; an env whose observations are its screen may draw it only with a render mode set "
+        "(+env.kwargs.render_mode=rgb_array)",
+        stacklevel=3,
+    )
 
 
 def _suspects(kwargs: Mapping[str, Any], err: BaseException) -> str:
