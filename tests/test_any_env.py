@@ -275,11 +275,11 @@ def test_an_aec_env_behind_parallel_env_observes_each_agent_once_and_plays_the_s
     pytest.importorskip("pymunk")
     import pettingzoo.butterfly.pistonball.pistonball as pistonball
 
-    from league.envs.images import wrap_images
+    from league.envs.images import wrap_each_observation, wrap_over_time
 
     kwargs = {"continuous": False, "max_cycles": 30, "n_pistons": 5}
     images = {"grayscale": True, "resize": [24, 24], "frame_stack": 2}
-    reference = PettingZooParallelEnv(wrap_images(pistonball.parallel_env(**kwargs), images), name="pistonball")
+    reference = PettingZooParallelEnv(wrap_over_time(wrap_each_observation(pistonball.parallel_env(**kwargs), images), images), name="pistonball")
     fast = make_env("pettingzoo.butterfly.pistonball_v6", **kwargs, preprocess=images)
     observed: list[str] = []
     original, fast_step = pistonball.raw_env.observe, fast.step

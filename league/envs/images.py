@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["PREPROCESS_KEYS", "check_preprocess", "wrap_each_observation", "wrap_images", "wrap_over_time"]
+__all__ = ["PREPROCESS_KEYS", "check_preprocess", "wrap_each_observation", "wrap_over_time"]
 
 #: Keys of ``preprocess`` and what they do (in this order).
 PREPROCESS_KEYS = {
@@ -91,11 +91,6 @@ def wrap_over_time(env: Any, options: Mapping[str, Any], name: str = "env") -> A
     if stack > 1:
         env = _supersuit(name).frame_stack_v1(env, stack)
     return env
-
-
-def wrap_images(env: Any, options: Mapping[str, Any], name: str = "env") -> Any:
-    """``env`` (a PettingZoo AEC or parallel env) with every wrapper ``options`` ask for."""
-    return wrap_over_time(wrap_each_observation(env, options, name), options, name)
 
 
 def _supersuit(name: str) -> Any:

@@ -113,11 +113,15 @@ def _max_cycles(env: Any) -> int | None:
 def _frames_per_step(env: Any) -> int:
     """Frames one step of ``env`` plays: the product of SuperSuit's frame skips among its
     wrappers (``num_frames``: an int, or a ``(low, high)`` range whose low end is taken), 1 without."""
+    try:
+        from supersuit.generic_wrappers.frame_skip import frame_skip_aec, frame_skip_par
+    except ImportError:  # without SuperSuit no env holds its frame skip
+        return 1
     frames, obj = 1, env
     for _ in range(32):
         if obj is None:
             break
-        if type(obj).__name__.startswith("frame_skip"):
+        if isinstance(obj, (frame_skip_aec, frame_skip_par)):
             skip = obj.__dict__.get("num_frames", 1)
             frames *= int(skip[0] if isinstance(skip, tuple) else skip)
         inner = obj.__dict__
