@@ -112,8 +112,9 @@ def parse_run_config(values: dict[str, Any]) -> RunConfig:
         raise ValueError(f"env '{cfg.env.name}' rejected env.kwargs {cfg.env.kwargs}: {err}") from err
     from league.run.env_checks import (
         bound_fragment_memory, check_exact_game, check_openings, check_symmetry, fit_time_budget,
-        policy_group, probe_env, resolve_env_groups, sample_while_learning,
+        policy_group, resolve_env_groups, sample_while_learning,
     )
+    from league.run.env_probe import probe_env
 
     try:
         specs = {agent: env.spec(agent) for agent in env.possible_agents}

@@ -10,27 +10,21 @@ from __future__ import annotations
 
 import math
 import os
-import statistics
-import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
-
-import numpy as np
 
 if TYPE_CHECKING:
     from league.run.schema import RunConfig
     from league.envs.base import MultiAgentEnv
 
 __all__ = ["MAX_FRAGMENT_BYTES", "bound_fragment_memory", "resolve_env_groups", "policy_group", "check_openings",
-           "check_symmetry", "probe_env", "check_exact_game", "bound_fragment_time", "fit_time_budget",
+           "check_symmetry", "check_exact_game", "bound_fragment_time", "fit_time_budget",
            "sample_while_learning"]
 
 
 #: The most observation bytes one sampler's fragment may hold; larger configs are shrunk.
 MAX_FRAGMENT_BYTES = 1 << 30
-#: The config check's env probe: at most this many random steps, and about this many seconds.
-PROBE_STEPS, PROBE_S = 8, 0.25
 #: With a time budget, one sampler's fragment may take this share of stop.time_s (at least
 #: MIN_FRAGMENT_S, at most MAX_FRAGMENT_S): a run's last iteration ends at the deadline only
 #: between fragments, so the bound is what a run may overrun by; absolute at long budgets
@@ -327,93 +321,6 @@ def check_symmetry(cfg: RunConfig, specs: Iterable[Any]) -> None:
     if isinstance(kind, str) and kind in SYMMETRIES and _unfit(cfg, f"algo.params.model_kwargs.symmetry={kind}", specs,
                                      lambda spec: symmetry_group(kind, spec.obs_shape, spec.num_actions)):
         cfg.algo.params["model_kwargs"] = {k: v for k, v in kwargs.items() if k != "symmetry"}
-
-
-def probe_env(cfg: RunConfig, env: MultiAgentEnv, specs: Mapping[str, Any]) -> tuple[float, int]:
-    """Reset ``env`` and step it with uniformly random legal actions (a few steps, at most about
-    :data:`PROBE_S` seconds), so that a kwarg the constructor stores without looking at
-    (``env.kwargs.max_cycles=abc``) fails here, before Ray starts, and not in a sampler later: a
-    ``TypeError``/``ValueError`` becomes a ``ValueError`` naming ``env.kwargs`` and the values its
-    message points at. Returns the median seconds a step took (what :func:`fit_time_budget` reads) and
-    how many agents acted at the first step (all of a parallel env's, one of a turn-based game's)."""
-    from league.policy import RandomPolicy
-
-    policies = {}
-    for agent, spec in specs.items():
-        bounds = (spec.action_low, spec.action_high) if spec.continuous else None
-        policies[agent] = RandomPolicy(seed=0, action_bounds=bounds, action_nvec=spec.action_nvec)
-    try:
-        step = env.reset(seed=0)
-        acting = len(step.obs)
-        first = {agent: np.asarray(obs) for agent, obs in step.obs.items()}
-        varied = ended = False
-        t0, steps, times = time.perf_counter(), 0, []
-        while steps < PROBE_STEPS and (steps == 0 or time.perf_counter() - t0 < PROBE_S):
-            t_step = time.perf_counter()
-            actions: dict[str, Any] = {}
-            for agent, obs in step.obs.items():
-                spec = specs[agent]
-                action = policies[agent].compute_actions(obs[None], step.masks[agent][None])["actions"][0]
-                actions[agent] = action if spec.continuous or spec.action_nvec is not None else int(action)
-            if not actions:
-                break
-            step = env.step(actions)
-            times.append(time.perf_counter() - t_step)
-            steps += 1
-            varied = varied or _any_differs(first, step.obs)
-            if step.done:
-                ended = True
-                step = env.reset()
-        if steps >= 2 and not (varied or ended):
-            _warn_blind(cfg, steps)
-        # The median step: a step or two descheduled by other work on the machine moves it little.
-        return (statistics.median(times) if times else 0.0), acting
-    except (TypeError, ValueError, RuntimeError) as err:
-        cause: BaseException | None = err  # the adapters wrap an env's own error in a RuntimeError naming the env
-        while cause is not None and not isinstance(cause, (TypeError, ValueError)):
-            cause = cause.__cause__
-        if cause is None:
-            raise
-        raise ValueError(
-            f"env '{cfg.env.name}' failed its first reset and step with {_suspects(cfg.env.kwargs, cause)}: "
-            f"{type(cause).__name__}: {cause}; fix or drop the env.kwargs named"
-        ) from err
-
-
-def _any_differs(first: dict[str, np.ndarray], observations: Mapping[str, Any]) -> bool:
-    """Whether any agent's observation differs from its first (an agent first seen now counts as a difference)."""
-    for agent, obs in observations.items():
-        if agent not in first:
-            first[agent] = np.asarray(obs)
-            return True
-        if not np.array_equal(first[agent], np.asarray(obs)):
-            return True
-    return False
-
-
-def _warn_blind(cfg: RunConfig, steps: int) -> None:
-    """Warn that every observation stayed the same through the probe's random play, within one
-    episode: policies that see nothing change learn nothing (PettingZoo 1.27's cooperative pong,
-    without a render mode, never draws the screen its observations are read from: all black)."""
-    warnings.warn(
-        f"env '{cfg.env.name}': every agent's observation stayed the same through {steps} steps of random play "
-        "(the config check's probe, within one episode), so its policies would learn from observations that say "
-        "nothing; an env whose observations are its screen may draw it only with a render mode set "
-        "(+env.kwargs.render_mode=rgb_array)",
-        stacklevel=3,
-    )
-
-
-def _suspects(kwargs: Mapping[str, Any], err: BaseException) -> str:
-    """The env kwargs an error's message points at (those whose value's type it names, e.g.
-    ``'str'``), else all of them, as ``env.kwargs.<key>=<value>`` to fix."""
-    message = str(err)
-    named = {k: v for k, v in kwargs.items() if f"'{type(v).__name__}'" in message}
-    # '>=' between 'int' and 'str': the command line gives a mistyped number as a string.
-    shown = {k: v for k, v in named.items() if isinstance(v, str)} or named or kwargs
-    if not shown:
-        return "no env.kwargs (the env's own defaults)"
-    return "env.kwargs " + ", ".join(f"{k}={v!r} ({type(v).__name__})" for k, v in shown.items())
 
 
 def check_exact_game(cfg: RunConfig, env: MultiAgentEnv) -> None:
