@@ -236,7 +236,9 @@ def _make_pettingzoo(
         else:
             env = wrap_each_observation(env, images, name)
     if inner_aec is not None:
-        env = _observe_once_parallel(inner_aec)
+        from league.envs.observe_once import observe_once_parallel
+
+        env = observe_once_parallel(inner_aec)
     if images:
         from league.envs.images import wrap_over_time
 
@@ -296,21 +298,6 @@ def _aec_inside_parallel(env: Any) -> Any | None:
     from pettingzoo.utils.conversions import aec_to_parallel_wrapper
 
     return env.aec_env if isinstance(env, aec_to_parallel_wrapper) else None
-
-
-def _observe_once_parallel(aec: Any) -> Any:
-    """``aec_to_parallel(aec)`` whose step observes each agent once, not twice: PettingZoo's
-    step asks ``last()`` of every agent before its action and discards the observation, and
-    observing is most of such an env's step (pistonball copies its 880x560 screen for each
-    piston: 2x its raw env steps here; the same game, tested)."""
-    from pettingzoo.utils.conversions import aec_to_parallel_wrapper
-    from pettingzoo.utils.wrappers import BaseWrapper
-
-    class LastWithoutObservation(BaseWrapper):
-        def last(self, observe: bool = True) -> Any:
-            return super().last(observe=False)
-
-    return aec_to_parallel_wrapper(LastWithoutObservation(aec))
 
 
 def _with_atari_roms(path: str, kwargs: dict[str, Any]) -> dict[str, Any]:
