@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from league.envs import make_env
-from league.envs.shaping import POTENTIALS, register_potential
+from league.envs.shaping import POTENTIALS, QUANTUM, register_potential
 
 
 def _first_value(obs: np.ndarray) -> float:
@@ -100,7 +100,7 @@ def test_chess_material_pays_a_capture_to_the_capturer_and_charges_the_captured(
         agent = next(iter(ts.obs))
         ts = env.step({agent: _action_of(env, ts, uci)})
         rewards.append(dict(ts.rewards))
-    pawn = 1.0 / 39.0
+    pawn = round(1.0 / 39.0 / QUANTUM) * QUANTUM  # potentials lie on a grid of 2^-10
     # White's capture is paid when white next observes (after black's recapture: net 0); black's
     # reward for its first move (d5) counts white's capture against it as black observes again.
     assert rewards[2].get("player_1", 0.0) == pytest.approx(-pawn)
@@ -118,3 +118,21 @@ def _action_of(env, ts, uci: str) -> int:
     legal = [int(a) for a in np.flatnonzero(ts.masks[agent]) if str(chess_utils.action_to_move(board, int(a), player)) == uci]
     assert len(legal) == 1, (uci, legal)
     return legal[0]
+
+
+def test_shaped_chess_games_sum_to_the_games_own_result_in_float32():
+    # Evaluation gives a game to the strictly highest return: before the potentials were put on a
+    # grid, drawn chess games summed to +-1e-8 in float32 and read as decided.
+    pytest.importorskip("chess")
+    shaped, plain = make_env("chess", shaping={"potential": "chess_material"}), make_env("chess")
+    for seed in range(4):
+        totals = []
+        for env in (shaped, plain):
+            rng, ts = np.random.default_rng(seed), env.reset(seed=seed)
+            total = {agent: np.float32(0.0) for agent in env.possible_agents}
+            while not ts.done:
+                ts = env.step({a: int(rng.choice(np.flatnonzero(ts.masks[a]))) for a in ts.obs})
+                for agent, r in ts.rewards.items():
+                    total[agent] += np.float32(r)
+            totals.append(total)
+        assert totals[0] == totals[1], seed

@@ -25,10 +25,16 @@ import numpy as np
 from league.envs.base import AgentSpec, MultiAgentEnv, TimeStep
 from league.registry import Registry
 
-__all__ = ["POTENTIALS", "Potential", "SHAPING_KEYS", "ShapedRewards", "check_shaping", "register_potential"]
+__all__ = ["POTENTIALS", "Potential", "QUANTUM", "SHAPING_KEYS", "ShapedRewards", "check_shaping", "register_potential"]
 
 #: A potential: an agent's observation (as the env adapter yields it) -> a float.
 Potential = Callable[[np.ndarray], float]
+
+#: Every potential and shaped term is a whole multiple of this (2^-10): sums of them are then
+#: exact in float32 (below 2^14), so an episode's shaped return is its own to the last bit and a
+#: drawn game stays a draw; unrounded, a chess draw summed to +-1e-8 in float32 and evaluation,
+#: which gives the win to the strictly highest return, scored 19 of 20 games decisive.
+QUANTUM = 2.0**-10
 
 #: Potentials by name (a game plug-in's seam: ``league.games.chess`` registers ``chess_material``).
 POTENTIALS: Registry[Potential] = Registry("reward potential")
@@ -83,7 +89,10 @@ class ShapedRewards(MultiAgentEnv):
         return self.env.episode_limit()
 
     def _phi(self, obs: np.ndarray) -> float:
-        return self.scale * float(self.potential(obs))
+        return _on_grid(self.scale * float(self.potential(obs)))
+
+    def _term(self, phi: float, agent: str) -> float:
+        return _on_grid(self.gamma * phi - self._last[agent])
 
     def reset(self, seed: int | None = None) -> TimeStep:
         """Reset the wrapped env; the first observations' potentials are remembered."""
@@ -98,11 +107,12 @@ class ShapedRewards(MultiAgentEnv):
         ended += [(agent, self._phi(ts.final_obs[agent]) if agent in ts.final_obs else 0.0) for agent in ts.truncated]
         for agent, phi in ended:
             if agent in self._last:
-                ts.rewards[agent] = ts.rewards.get(agent, 0.0) + self.gamma * phi - self._last.pop(agent)
+                ts.rewards[agent] = ts.rewards.get(agent, 0.0) + self._term(phi, agent)
+                del self._last[agent]
         for agent, obs in ts.obs.items():
             phi = self._phi(obs)
             if agent in self._last:  # an agent first seen now (a turn-based game's second player) starts here
-                ts.rewards[agent] = ts.rewards.get(agent, 0.0) + self.gamma * phi - self._last[agent]
+                ts.rewards[agent] = ts.rewards.get(agent, 0.0) + self._term(phi, agent)
             self._last[agent] = phi
         return ts
 
@@ -115,6 +125,11 @@ class ShapedRewards(MultiAgentEnv):
         if name == "env":
             raise AttributeError(name)
         return getattr(self.env, name)
+
+
+def _on_grid(value: float) -> float:
+    """``value`` rounded to a whole multiple of :data:`QUANTUM`."""
+    return round(value / QUANTUM) * QUANTUM
 
 
 def wrap_shaping(env: MultiAgentEnv, options: Mapping[str, Any]) -> ShapedRewards:
