@@ -326,19 +326,3 @@ def test_liars_dice_preset_runs_psro_whose_headline_never_rises_as_snapshots_joi
     assert (headline["metric"], headline["mode"], headline["value"]) == ("exploitability/meta_strategy", "min", pytest.approx(metas[-1]))
     assert len(summary["snapshots"]) >= 2
 
-
-@pytest.mark.parametrize("algo", ["ppo", "dqn"])
-def test_shaped_rewards_under_both_kinds_of_algorithm(algo, tmp_path):
-    """Chess as its env file runs it (rewards shaped by its plug-in's material potential, named
-    in env.kwargs and resolved in the samplers): snapshots taken, evicted and evaluated, a
-    checkpoint written and resumed from. (Every recipe meets the env through the same sampler; the
-    recipes are the matrix above's, on tic-tac-toe: an AlphaStar league's rounds of whole chess
-    games took 49 s.)"""
-    pytest.importorskip("chess")
-    values = _values(algo, "selfplay", env="chess")
-    values["env"]["kwargs"] = {"shaping": {"potential": "chess_material"}}
-    values["eval"]["env_steps"] = 0  # whole games: a random-move chess game is hundreds of plies
-    trainer, summary = _run(values, tmp_path / "run")
-    _check_run(trainer, summary, tmp_path / "run", "selfplay")
-    resumed, again = _run({**values, "resume": str(tmp_path / "run"), "stop": {"iterations": ITERATIONS + 1, "time_s": 0, "env_steps": 0}}, tmp_path / "resumed")
-    assert again["iterations"] == ITERATIONS + 1 and resumed.cfg.env.kwargs == values["env"]["kwargs"]

@@ -21,8 +21,7 @@ one that is PettingZoo's ``aec_to_parallel`` of an AEC env is rebuilt over that 
 a step observes each agent once (PettingZoo's observes twice and discards one).
 Atari games find the ROMs that the ``ale-py`` wheel ships unless ``auto_rom_install_path`` is given.
 The reserved kwarg ``preprocess`` (frame skip, grayscale, resize, frame stack, scale) wraps a
-PettingZoo env's observations with SuperSuit (:mod:`league.envs.images`); the reserved kwarg
-``shaping`` adds potential-based reward shaping to any env (:mod:`league.envs.shaping`).
+PettingZoo env's observations with SuperSuit (:mod:`league.envs.images`).
 """
 
 from __future__ import annotations
@@ -139,12 +138,6 @@ def make_env(
     """
     if not isinstance(name, str):
         raise TypeError(f"env name must be a str, got {type(name).__name__}")
-    shaping = kwargs.pop("shaping", None)  # reserved: potential-based reward shaping (league.envs.shaping)
-    if shaping is not None:
-        from league.envs.shaping import check_shaping, wrap_shaping
-
-        check_shaping(shaping)  # before the env is built: a bad key costs no construction
-        return wrap_shaping(make_env(name, api=api, max_episode_steps=max_episode_steps, backend=backend, **kwargs), shaping)
     if api is not None and api not in _APIS:
         raise ValueError(f"api must be one of {_APIS} or None, got {api!r}")
     if backend is not None and resolve_backend(name, backend, kwargs, api) == "cpp":

@@ -9,8 +9,7 @@ core's declared seams, the same seams a user's own game uses:
 * a preset of training settings (:data:`league.presets.PRESETS`), applied by ``league-train``
   and ``Trainer`` when the run's env is the preset's game,
 * an exact exploitability measure outside OpenSpiel
-  (:data:`league.population.exploitability_measures.EXPLOITABILITY_MEASURES`),
-* a reward potential for shaping (:data:`league.envs.shaping.POTENTIALS`).
+  (:data:`league.population.exploitability_measures.EXPLOITABILITY_MEASURES`).
 
 The packages are declared under the ``league.plugins`` entry-point group
 (``pyproject.toml``), so a name resolves in every process without an import here;
@@ -23,8 +22,6 @@ package (``scripts/check_imports.py`` enforces it).
 * :mod:`league.games.tictactoe`: minimax, its preset.
 * :mod:`league.games.poker`: kuhn and leduc poker's and liar's dice's PSRO presets, limit
   Hold'em's scripted players and preset.
-* :mod:`league.games.chess`: chess's material, a reward potential (through
-  :data:`league.envs.shaping.POTENTIALS`).
 * :mod:`league.games.rps`: rock-paper-scissors' exact exploitability (through
   :data:`league.population.exploitability_measures.EXPLOITABILITY_MEASURES`) and preset.
 """
