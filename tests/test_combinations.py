@@ -325,4 +325,3 @@ def test_liars_dice_preset_runs_psro_whose_headline_never_rises_as_snapshots_joi
     headline = trainer.history[-1]["headline"]
     assert (headline["metric"], headline["mode"], headline["value"]) == ("exploitability/meta_strategy", "min", pytest.approx(metas[-1]))
     assert len(summary["snapshots"]) >= 2
-

@@ -76,15 +76,9 @@ def probe_env(cfg: RunConfig, env: MultiAgentEnv, specs: Mapping[str, Any]) -> t
         ) from err
 
 
-def _any_differs(first: dict[str, np.ndarray], observations: Mapping[str, Any]) -> bool:
+def _any_differs(first: Mapping[str, np.ndarray], observations: Mapping[str, Any]) -> bool:
     """Whether any agent's observation differs from its first (an agent first seen now counts as a difference)."""
-    for agent, obs in observations.items():
-        if agent not in first:
-            first[agent] = np.asarray(obs)
-            return True
-        if not np.array_equal(first[agent], np.asarray(obs)):
-            return True
-    return False
+    return any(agent not in first or not np.array_equal(first[agent], np.asarray(obs)) for agent, obs in observations.items())
 
 
 def _warn_blind(cfg: RunConfig, steps: int) -> None:
