@@ -1,0 +1,136 @@
+"""PettingZoo's cooperative pong with its screen read once a frame, optionally downscaled.
+
+PettingZoo 1.27's ``cooperative_pong_v6`` calls ``render()`` after every agent's move, and
+with ``render_mode="rgb_array"`` (the only way its screen gets drawn without a window) each
+call copies the 280x480 screen through a strided view and throws the copy away; each agent's
+observation is another such copy, and SuperSuit's grayscale and resize then run once per
+agent on the same screen. Those copies and transforms are most of a step here (1.3-1.4 ms
+per copy, about 1.7 ms per agent to shrink a frame, against 0.03 ms to draw it).
+
+This module is the same game, built from PettingZoo's own classes, with the same rewards and
+ends. The screen is drawn after every move whatever the render mode (so observations are
+never blank), an observation is read once a frame (both paddles see the whole screen) with
+one contiguous copy, and a frame is copied for ``render()`` only when asked. With the default
+kwargs its observations are PettingZoo's, value for value. Two kwargs of its own shrink the
+screen where it is drawn, so no wrapper copies it full-size:
+
+* ``observation_size=[width, height]``: the screen scaled by pygame's ``smoothscale``
+  (averaging, as a bilinear resize does when shrinking);
+* ``grayscale=True``: one luminance channel (ITU-R 601 weights, as SuperSuit's
+  ``color_reduction`` mode ``full``), observations ``[height, width]``.
+
+It is a PettingZoo module like any user's: ``env.name=league.games.cooperative_pong``
+(``configs/env/cooperative_pong.yaml``) with PettingZoo's kwargs and those two; ``env()`` is
+the AEC env, ``parallel_env()`` the parallel one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium
+import numpy as np
+import pygame
+from gymnasium.utils import seeding
+from pettingzoo.butterfly.cooperative_pong.cooperative_pong import CooperativePong
+from pettingzoo.butterfly.cooperative_pong.cooperative_pong import raw_env as _PettingZooRawEnv
+from pettingzoo.utils import wrappers
+from pettingzoo.utils.conversions import parallel_wrapper_fn
+
+__all__ = ["env", "parallel_env", "raw_env"]
+
+#: Luminance weights of R, G, B (ITU-R 601, as SuperSuit's grayscale).
+_LUMINANCE = np.array([0.299, 0.587, 0.114], dtype=np.float32)
+
+
+class _DrawnGame(CooperativePong):
+    """The game, drawing its screen after every move and reading it once a frame."""
+
+    def __init__(self, *args: Any, observation_size: tuple[int, int] | None = None, grayscale: bool = False,
+                 **kwargs: Any) -> None:  # fmt: skip
+        super().__init__(*args, **kwargs)
+        self.observation_size = observation_size
+        self.grayscale = grayscale
+        self._frame: np.ndarray | None = None
+        width, height = observation_size or (self.s_width, self.s_height)
+        shape = (height, width) if grayscale else (height, width, 3)
+        space = gymnasium.spaces.Box(low=0, high=255, shape=shape, dtype=np.uint8)
+        self.observation_space = [space for _ in range(self.num_agents)]
+
+    def render(self) -> np.ndarray | None:
+        """Draw the screen (the game calls this after every move); a window's frame is shown
+        as PettingZoo shows it. Returns nothing: :meth:`full_frame` copies the screen."""
+        self._frame = None
+        if self.render_mode == "human":
+            return super().render()
+        self.draw()
+        return None
+
+    def full_frame(self) -> np.ndarray:
+        """The screen as ``[height, width, 3]`` uint8 (what PettingZoo's ``observe`` returns)."""
+        assert self.screen is not None
+        pixels = bytearray(pygame.image.tobytes(self.screen, "RGB"))
+        return np.frombuffer(pixels, dtype=np.uint8).reshape(self.s_height, self.s_width, 3)
+
+    def observe(self) -> np.ndarray:
+        """Every agent's observation of the current frame (computed once, a copy each)."""
+        if self._frame is None:
+            self._frame = self._observation()
+        return self._frame.copy()
+
+    def _observation(self) -> np.ndarray:
+        if self.observation_size is None:
+            frame = self.full_frame()
+        else:
+            assert self.screen is not None
+            small = pygame.transform.smoothscale(self.screen, self.observation_size)
+            frame = np.frombuffer(bytearray(pygame.image.tobytes(small, "RGB")), dtype=np.uint8)
+            frame = frame.reshape(self.observation_size[1], self.observation_size[0], 3)
+        if self.grayscale:
+            frame = (frame.astype(np.float32) @ _LUMINANCE).astype(np.uint8)
+        return frame
+
+
+class raw_env(_PettingZooRawEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
+    """PettingZoo's cooperative pong env over :class:`_DrawnGame`.
+
+    Args:
+        observation_size: ``[width, height]`` the screen is scaled to for observations, or
+            None for the full screen.
+        grayscale: observations of one luminance channel (``[height, width]``).
+        **kwargs: PettingZoo's (``max_cycles``, ``ball_speed``, ``render_mode``...).
+    """
+
+    def __init__(self, observation_size: Sequence[int] | None = None, grayscale: bool = False, **kwargs: Any) -> None:
+        if observation_size is not None:
+            size = tuple(observation_size)
+            if len(size) != 2 or not all(isinstance(s, int) and s > 0 for s in size):
+                raise ValueError(f"cooperative pong's observation_size must be [width, height] (positive ints), got {observation_size!r}")
+        self._observation_options = {"observation_size": None if observation_size is None else size, "grayscale": bool(grayscale)}
+        super().__init__(**kwargs)
+
+    def _seed(self, seed: int | None = None) -> None:
+        self.randomizer, seed = seeding.np_random(seed)
+        self.env = _DrawnGame(self.randomizer, **self._observation_options, **self._kwargs)
+
+    def render(self) -> np.ndarray | None:
+        """The current frame (``render_mode="rgb_array"``), a window's (``"human"``), or None
+        with Gymnasium's warning when no render mode was given."""
+        if self.render_mode == "rgb_array":
+            return self.env.full_frame()
+        if self.render_mode is None:
+            gymnasium.logger.warn("You are calling render method without specifying any render mode.")
+            return None
+        return self.env.render()
+
+
+def env(**kwargs: Any) -> Any:
+    """The AEC env, wrapped as PettingZoo wraps ``cooperative_pong_v6.env()``."""
+    game: Any = raw_env(**kwargs)
+    game = wrappers.AssertOutOfBoundsWrapper(game)
+    return wrappers.OrderEnforcingWrapper(game)
+
+
+#: The parallel env (PettingZoo's conversion of :func:`env`).
+parallel_env = parallel_wrapper_fn(env)
