@@ -78,16 +78,17 @@ def test_cli_refuses_unknown_override_key():
 
 
 class _Screen(gym.Env):
-    """A one-player env whose observation is a screen: blank, or showing the step count; its
-    episodes last ``length`` steps."""
+    """A one-player env whose observation is a screen: blank, or showing the step count (up to
+    ``frozen_after`` steps, then no more); its episodes last ``length`` steps."""
 
-    def __init__(self, drawn: bool = True, length: int = 50) -> None:
-        self.drawn, self.length, self.t = drawn, length, 0
+    def __init__(self, drawn: bool = True, length: int = 50, frozen_after: int | None = None) -> None:
+        self.drawn, self.length, self.frozen_after, self.t = drawn, length, frozen_after, 0
         self.observation_space = spaces.Box(0.0, 1.0, (4, 4, 1), np.float32)
         self.action_space = spaces.Discrete(2)
 
     def _obs(self) -> np.ndarray:
-        return np.full((4, 4, 1), (self.t / self.length) if self.drawn else 0.0, np.float32)
+        shown = self.t if self.frozen_after is None else min(self.t, self.frozen_after)
+        return np.full((4, 4, 1), (shown / self.length) if self.drawn else 0.0, np.float32)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
         super().reset(seed=seed)
@@ -104,13 +105,16 @@ register_env("screen_test", lambda **kw: GymnasiumEnv(_Screen(**kw), name="scree
 
 @pytest.mark.parametrize(
     "kwargs, warned",
-    [({"drawn": False}, True), ({"drawn": True}, False), ({"drawn": False, "length": 1}, False)],
-    ids=["blank screen", "drawn screen", "one-step episodes"],
+    [({"drawn": False}, True), ({"drawn": True}, False), ({"drawn": False, "length": 1}, False),
+     ({"frozen_after": 1}, True), ({"frozen_after": 6}, False)],
+    ids=["blank screen", "drawn screen", "one-step episodes", "frozen after a step", "still for the last steps only"],
 )
 def test_observations_that_never_change_are_warned_about_before_the_run(kwargs, warned):
     # PettingZoo 1.27's cooperative pong, without a render mode, never draws the screen its
-    # observations are read from: every run trained on black frames until this check. A game of
-    # one-step episodes (a matrix game) may see the same observation every time: not warned.
+    # observations are read from: every run trained on black frames until this check. Its
+    # pistonball draws the screen once, at reset: behind a frame stack the first observations
+    # differ (the stack fills), then none changes. A game of one-step episodes (a matrix game)
+    # may see the same observation every time: not warned.
     values = {"env": {"name": "screen_test", "kwargs": kwargs}, "eval": {"interval": 0}}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -121,12 +125,14 @@ def test_observations_that_never_change_are_warned_about_before_the_run(kwargs, 
         assert "env 'screen_test'" in blind[0] and "env.kwargs.render_mode=rgb_array" in blind[0]
 
 
-def test_cooperative_pong_as_shipped_sees_its_screen():
-    pytest.importorskip("pygame")
+@pytest.mark.parametrize("name, needs", [("cooperative_pong", "pygame"), ("pistonball", "pymunk")])
+def test_the_shipped_image_envs_see_their_screens_move(name, needs):
+    pytest.importorskip(needs)
+    pytest.importorskip("supersuit")
     from league.envs import make_env
     from run_helpers import composed_values
 
-    values = composed_values("env=cooperative_pong")
+    values = composed_values(f"env={name}")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         parse_run_config(values)
@@ -134,7 +140,11 @@ def test_cooperative_pong_as_shipped_sees_its_screen():
     env = make_env(values["env"]["name"], **values["env"]["kwargs"])
     try:
         step = env.reset(seed=0)
-        step = env.step({agent: 1 for agent in step.obs})
-        assert all(np.asarray(obs).max() > 0.5 for obs in step.obs.values())  # the paddles and the ball, white
+        seen = []
+        for t in range(6):
+            step = env.step({agent: t % 3 for agent in step.obs})
+            seen.append({agent: np.asarray(obs).copy() for agent, obs in step.obs.items()})
+        assert all(np.asarray(obs).max() > 0.5 for obs in step.obs.values())  # something drawn, bright
+        assert any(not np.array_equal(seen[-1][a], seen[-2][a]) for a in seen[-1])  # and moving after the stack filled
     finally:
         env.close()

@@ -23,6 +23,10 @@ __all__ = ["PROBE_S", "PROBE_STEPS", "probe_env"]
 
 #: At most this many random steps, and about this many seconds.
 PROBE_STEPS, PROBE_S = 8, 0.25
+#: Observations that stayed the same this many steps in a row, every agent's, at the end of the
+#: probe are warned about: half its steps, so that a frame stack of up to four filling at the
+#: start (its observations change while the screen does not) hides nothing.
+STILL_STEPS = PROBE_STEPS // 2
 
 
 def probe_env(cfg: RunConfig, env: MultiAgentEnv, specs: Mapping[str, Any]) -> tuple[float, int]:
@@ -41,8 +45,8 @@ def probe_env(cfg: RunConfig, env: MultiAgentEnv, specs: Mapping[str, Any]) -> t
     try:
         step = env.reset(seed=0)
         acting = len(step.obs)
-        first = {agent: np.asarray(obs) for agent, obs in step.obs.items()}
-        varied = ended = False
+        last_seen = {agent: np.asarray(obs) for agent, obs in step.obs.items()}
+        still = 0  # steps in a row, within one episode, in which no agent's observation changed
         t0, steps, times = time.perf_counter(), 0, []
         while steps < PROBE_STEPS and (steps == 0 or time.perf_counter() - t0 < PROBE_S):
             t_step = time.perf_counter()
@@ -56,12 +60,13 @@ def probe_env(cfg: RunConfig, env: MultiAgentEnv, specs: Mapping[str, Any]) -> t
             step = env.step(actions)
             times.append(time.perf_counter() - t_step)
             steps += 1
-            varied = varied or _any_differs(first, step.obs)
+            still = 0 if _any_differs(last_seen, step.obs) else still + 1
             if step.done:
-                ended = True
+                still = 0
                 step = env.reset()
-        if steps >= 2 and not (varied or ended):
-            _warn_blind(cfg, steps)
+            last_seen.update((agent, np.asarray(obs)) for agent, obs in step.obs.items())
+        if still >= STILL_STEPS:
+            _warn_blind(cfg, still)
         # The median step: a step or two descheduled by other work on the machine moves it little.
         return (statistics.median(times) if times else 0.0), acting
     except (TypeError, ValueError, RuntimeError) as err:
@@ -76,17 +81,18 @@ def probe_env(cfg: RunConfig, env: MultiAgentEnv, specs: Mapping[str, Any]) -> t
         ) from err
 
 
-def _any_differs(first: Mapping[str, np.ndarray], observations: Mapping[str, Any]) -> bool:
-    """Whether any agent's observation differs from its first (an agent first seen now counts as a difference)."""
-    return any(agent not in first or not np.array_equal(first[agent], np.asarray(obs)) for agent, obs in observations.items())
+def _any_differs(last_seen: Mapping[str, np.ndarray], observations: Mapping[str, Any]) -> bool:
+    """Whether any agent's observation differs from the one it saw last (an agent first seen now counts as a difference)."""
+    return any(agent not in last_seen or not np.array_equal(last_seen[agent], np.asarray(obs)) for agent, obs in observations.items())
 
 
 def _warn_blind(cfg: RunConfig, steps: int) -> None:
-    """Warn that every observation stayed the same through the probe's random play, within one
-    episode: policies that see nothing change learn nothing (PettingZoo 1.27's cooperative pong,
-    without a render mode, never draws the screen its observations are read from: all black)."""
+    """Warn that every observation stayed the same through the last ``steps`` steps of the probe's
+    random play, within one episode: policies that see nothing change learn nothing (PettingZoo
+    1.27's cooperative pong, without a render mode, never draws the screen its observations are
+    read from: all black; its pistonball draws it once, at reset)."""
     warnings.warn(
-        f"env '{cfg.env.name}': every agent's observation stayed the same through {steps} steps of random play "
+        f"env '{cfg.env.name}': every agent's observation stayed the same through the last {steps} steps of random play "
         "(the config check's probe, within one episode), so its policies would learn from observations that say "
         "nothing; an env whose observations are its screen may draw it only with a render mode set "
         "(+env.kwargs.render_mode=rgb_array)",

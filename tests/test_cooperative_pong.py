@@ -1,0 +1,104 @@
+"""league.games.cooperative_pong: PettingZoo's cooperative pong, its screen read once a frame."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pygame")
+pytest.importorskip("pettingzoo.butterfly")
+
+from pettingzoo.butterfly import cooperative_pong_v6  # noqa: E402
+
+from league.games import cooperative_pong  # noqa: E402
+
+
+def _play_both(ours, theirs, episodes: int, seed: int = 0) -> int:
+    """Step both AEC envs with the same random moves; assert every observation, reward and end
+    agrees; returns the agent steps compared."""
+    rng, steps = np.random.default_rng(seed), 0
+    for episode in range(episodes):
+        ours.reset(seed=episode)
+        theirs.reset(seed=episode)
+        for _ in theirs.agent_iter():
+            obs_a, reward_a, term_a, trunc_a, _ = theirs.last()
+            obs_b, reward_b, term_b, trunc_b, _ = ours.last()
+            assert np.array_equal(obs_a, obs_b), (episode, steps)
+            assert (reward_a, term_a, trunc_a) == (reward_b, term_b, trunc_b), (episode, steps)
+            move = None if term_a or trunc_a else int(rng.integers(3))
+            theirs.step(move)
+            ours.step(move)
+            steps += 1
+    return steps
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"bounce_randomness": True, "cake_paddle": False, "max_cycles": 50}])
+def test_it_plays_pettingzoos_game_with_pettingzoos_observations(kwargs):
+    # PettingZoo draws the screen it observes only with a render mode; ours draws it always.
+    theirs = cooperative_pong_v6.env(render_mode="rgb_array", **kwargs)
+    ours = cooperative_pong.env(**kwargs)
+    assert _play_both(ours, theirs, episodes=4) > 100
+    assert ours.observation_space("paddle_0") == theirs.observation_space("paddle_0")
+
+
+def test_a_shrunk_grayscale_screen_is_the_observation_and_its_space():
+    ours = cooperative_pong.env(observation_size=[48, 32], grayscale=True)
+    ours.reset(seed=0)
+    obs = ours.observe("paddle_1")
+    assert obs.shape == (32, 48) and obs.dtype == np.uint8 and ours.observation_space("paddle_1").shape == (32, 48)
+    assert obs.max() > 200  # the paddles and the ball, white on black
+    gray = cooperative_pong.env(grayscale=True)  # full size: SuperSuit's luminance, value for value
+    full = cooperative_pong.env(render_mode="rgb_array")
+    gray.reset(seed=3)
+    full.reset(seed=3)
+    weights = np.array([0.299, 0.587, 0.114], dtype=np.float32)
+    expected = (full.observe("paddle_0").astype(np.float32) @ weights).astype(np.uint8)
+    assert np.array_equal(gray.observe("paddle_0"), expected)
+
+
+def test_each_agent_gets_its_own_copy_of_a_frame():
+    ours = cooperative_pong.env(observation_size=[16, 16])
+    ours.reset(seed=0)
+    first = ours.observe("paddle_0")
+    first[:] = 7
+    assert not np.array_equal(ours.observe("paddle_1"), first)
+
+
+def test_render_returns_the_frame_only_when_a_mode_asks_for_it():
+    theirs = cooperative_pong_v6.env(render_mode="rgb_array")
+    ours = cooperative_pong.env(render_mode="rgb_array", observation_size=[48, 48])
+    theirs.reset(seed=1)
+    ours.reset(seed=1)
+    assert np.array_equal(ours.render(), theirs.render())  # the full screen, whatever the observations
+    quiet = cooperative_pong.env()
+    quiet.reset(seed=1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert quiet.render() is None
+    assert any("render mode" in str(w.message) for w in caught)
+
+
+@pytest.mark.parametrize("size", [[48], [0, 48], [48.5, 48], "48x48"])
+def test_a_bad_observation_size_is_refused_by_name(size):
+    with pytest.raises(ValueError, match="observation_size must be \\[width, height\\]"):
+        cooperative_pong.env(observation_size=size)
+
+
+def test_the_env_file_builds_it_through_make_env_with_frames_stacked():
+    pytest.importorskip("supersuit")
+    from league.envs import make_env
+
+    env = make_env("league.games.cooperative_pong", max_cycles=20, observation_size=[48, 48], grayscale=True,
+                   preprocess={"frame_stack": 2})  # fmt: skip
+    try:
+        step = env.reset(seed=0)
+        assert {a: o.shape for a, o in step.obs.items()} == {"paddle_0": (48, 48, 2), "paddle_1": (48, 48, 2)}
+        for _ in range(25):
+            step = env.step({agent: 0 for agent in env.possible_agents})
+            if step.done:
+                break
+        assert step.done
+    finally:
+        env.close()
