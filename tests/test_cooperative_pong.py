@@ -58,6 +58,14 @@ def test_a_shrunk_grayscale_screen_is_the_observation_and_its_space():
     assert np.array_equal(gray.observe("paddle_0"), expected)
 
 
+def test_a_pickled_env_keeps_its_own_kwargs():
+    import pickle
+
+    copy = pickle.loads(pickle.dumps(cooperative_pong.raw_env(observation_size=[32, 24], grayscale=True, max_cycles=7)))
+    copy.reset(seed=0)
+    assert copy.observe("paddle_0").shape == (24, 32) and copy.env.max_cycles == 7
+
+
 def test_each_agent_gets_its_own_copy_of_a_frame():
     ours = cooperative_pong.env(observation_size=[16, 16])
     ours.reset(seed=0)

@@ -24,4 +24,7 @@ package (``scripts/check_imports.py`` enforces it).
   Hold'em's scripted players and preset.
 * :mod:`league.games.rps`: rock-paper-scissors' exact exploitability (through
   :data:`league.population.exploitability_measures.EXPLOITABILITY_MEASURES`) and preset.
+* :mod:`league.games.cooperative_pong`: PettingZoo's cooperative pong as an env module of its
+  own (``env.name=league.games.cooperative_pong``), its screen read once a frame; it registers
+  nothing: an env name reaches it as any user's module.
 """

@@ -32,7 +32,7 @@ from typing import Any
 import gymnasium
 import numpy as np
 import pygame
-from gymnasium.utils import seeding
+from gymnasium.utils import EzPickle, seeding
 from pettingzoo.butterfly.cooperative_pong.cooperative_pong import CooperativePong
 from pettingzoo.butterfly.cooperative_pong.cooperative_pong import raw_env as _PettingZooRawEnv
 from pettingzoo.utils import wrappers
@@ -103,16 +103,19 @@ class raw_env(_PettingZooRawEnv):  # noqa: N801 - PettingZoo's name for the unwr
     """
 
     def __init__(self, observation_size: Sequence[int] | None = None, grayscale: bool = False, **kwargs: Any) -> None:
+        self._observation_size: tuple[int, int] | None = None
         if observation_size is not None:
             size = tuple(observation_size)
             if len(size) != 2 or not all(isinstance(s, int) and s > 0 for s in size):
                 raise ValueError(f"cooperative pong's observation_size must be [width, height] (positive ints), got {observation_size!r}")
-        self._observation_options = {"observation_size": None if observation_size is None else size, "grayscale": bool(grayscale)}
+            self._observation_size = (size[0], size[1])
+        self._grayscale = bool(grayscale)
         super().__init__(**kwargs)
+        EzPickle.__init__(self, observation_size=observation_size, grayscale=grayscale, **kwargs)  # pickles rebuild it whole
 
     def _seed(self, seed: int | None = None) -> None:
         self.randomizer, seed = seeding.np_random(seed)
-        self.env = _DrawnGame(self.randomizer, **self._observation_options, **self._kwargs)
+        self.env = _DrawnGame(self.randomizer, observation_size=self._observation_size, grayscale=self._grayscale, **self._kwargs)
 
     def render(self) -> np.ndarray | None:
         """The current frame (``render_mode="rgb_array"``), a window's (``"human"``), or None
