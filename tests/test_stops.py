@@ -360,10 +360,29 @@ def test_the_time_budget_is_spent_once_less_than_a_training_step_is_left():
 
     budget = Budget(StopConfig(env_steps=0, iterations=0, time_s=10.0, win_rate=0.0), start=time.perf_counter() - 9.0)
     clock, rounds = RunClock(), EvaluationRounds("random", 4)
-    budget.step_s = 0.8
+    budget.record_step(0.8)
     assert not budget.reached(clock, rounds) and not budget.past_deadline(budget.step_s)
-    budget.step_s = 1.5
+    budget.record_step(1.5)
     assert budget.reached(clock, rounds) and budget.past_deadline(budget.step_s)
+
+
+def test_a_short_step_after_a_long_one_does_not_let_the_next_long_one_start_late():
+    # Two policies sampled through the update: steps alternate short and long (cooperative pong
+    # 6 s and 18 s); the budget keeps the longest of the latest few, so a short step in between
+    # does not make the next long one look as if it fitted.
+    from league.config import StopConfig
+    from league.run.budget import Budget
+    from league.run.evaluation import EvaluationRounds
+    from league.run.records import RunClock
+
+    budget = Budget(StopConfig(env_steps=0, iterations=0, time_s=10.0, win_rate=0.0), start=time.perf_counter() - 9.0)
+    clock, rounds = RunClock(), EvaluationRounds("random", 4)
+    budget.record_step(1.5)
+    budget.record_step(0.2)
+    assert budget.step_s == 1.5 and budget.reached(clock, rounds)
+    for _ in range(Budget.RECENT_STEPS):  # a long step forgotten after a few short ones
+        budget.record_step(0.2)
+    assert budget.step_s == 0.2 and not budget.reached(clock, rounds)
 
 
 def test_a_remote_samplers_episodes_are_fetched_beside_its_sample_in_flight(ray_session):

@@ -29,11 +29,23 @@ class Budget:
     stop: StopConfig
     start: float = field(default_factory=time.perf_counter)
     _asked: bool = field(default=False, init=False, repr=False)  # whether reached() was asked yet
-    #: How long the latest training step (a plan item: a whole batch sampled and learned) took:
-    #: the time budget counts as spent once less than that is left, so that the run ends up to a
-    #: step before stop.time_s rather than after it (a pistonball step takes 10-16 s: with half a
-    #: step's margin its last step ended 8.8 s past a 540 s budget).
+    #: How long a training step (a plan item: a whole batch sampled and learned) may take: the
+    #: longest of the latest :data:`RECENT_STEPS` (:meth:`record_step`). The time budget counts as
+    #: spent once less than that is left, so that the run ends up to a step before stop.time_s
+    #: rather than after it (a pistonball step takes 10-16 s: with half a step's margin its last
+    #: step ended 8.8 s past a 540 s budget). The longest, not the latest: with two policies
+    #: sampled through the update, cooperative pong's steps alternated 6 s and 18 s, and a short
+    #: one let a long one start 7 s before the deadline.
     step_s: float = field(default=0.0, init=False, repr=False)
+    _recent_steps: list[float] = field(default_factory=list, init=False, repr=False)
+
+    #: How many of the latest training steps :attr:`step_s` is the longest of.
+    RECENT_STEPS = 4
+
+    def record_step(self, seconds: float) -> None:
+        """Note that a training step took ``seconds``; :attr:`step_s` becomes the longest of the latest few."""
+        self._recent_steps = [*self._recent_steps[-(self.RECENT_STEPS - 1):], seconds]
+        self.step_s = max(self._recent_steps)
 
     @staticmethod
     def stop_for(

@@ -142,7 +142,7 @@ class Run:
         while True:
             t_item = time.perf_counter()
             next(self.plan)
-            budget.step_s = time.perf_counter() - t_item
+            budget.record_step(time.perf_counter() - t_item)
             items += 1
             self.clock.env_steps = int(self.plan.metrics.counters.get(NUM_ENV_STEPS_SAMPLED, self.clock.env_steps))
             if self.clock.env_steps - start >= minimum.min_env_steps and time.perf_counter() - t0 >= minimum.min_time_s:
