@@ -24,7 +24,8 @@ package (``scripts/check_imports.py`` enforces it).
   Hold'em's scripted players and preset.
 * :mod:`league.games.rps`: rock-paper-scissors' exact exploitability (through
   :data:`league.population.exploitability_measures.EXPLOITABILITY_MEASURES`) and preset.
-* :mod:`league.games.cooperative_pong`: PettingZoo's cooperative pong as an env module of its
-  own (``env.name=league.games.cooperative_pong``), its screen read once a frame; it registers
-  nothing: an env name reaches it as any user's module.
+* :mod:`league.games.cooperative_pong`, :mod:`league.games.pistonball`: PettingZoo's butterfly
+  games as env modules of their own (``env.name=league.games.cooperative_pong``), their screens
+  always drawn and each view read once, shrunk where it is drawn (:mod:`league.games.screens`);
+  they register nothing: an env name reaches them as any user's module.
 """

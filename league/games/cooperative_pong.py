@@ -31,17 +31,15 @@ from typing import Any
 
 import gymnasium
 import numpy as np
-import pygame
 from gymnasium.utils import EzPickle, seeding
 from pettingzoo.butterfly.cooperative_pong.cooperative_pong import CooperativePong
 from pettingzoo.butterfly.cooperative_pong.cooperative_pong import raw_env as _PettingZooRawEnv
 from pettingzoo.utils import wrappers
 from pettingzoo.utils.conversions import parallel_wrapper_fn
 
-__all__ = ["env", "parallel_env", "raw_env"]
+from league.games.screens import observation_shape, read_screen, screen_size
 
-#: Luminance weights of R, G, B (ITU-R 601, as SuperSuit's grayscale).
-_LUMINANCE = np.array([0.299, 0.587, 0.114], dtype=np.float32)
+__all__ = ["env", "parallel_env", "raw_env"]
 
 
 class _DrawnGame(CooperativePong):
@@ -54,8 +52,7 @@ class _DrawnGame(CooperativePong):
         self.grayscale = grayscale
         self._frame: np.ndarray | None = None
         width, height = observation_size or (self.s_width, self.s_height)
-        shape = (height, width) if grayscale else (height, width, 3)
-        space = gymnasium.spaces.Box(low=0, high=255, shape=shape, dtype=np.uint8)
+        space = gymnasium.spaces.Box(low=0, high=255, shape=observation_shape(width, height, grayscale), dtype=np.uint8)
         self.observation_space = [space for _ in range(self.num_agents)]
 
     def render(self) -> np.ndarray | None:
@@ -70,26 +67,14 @@ class _DrawnGame(CooperativePong):
     def full_frame(self) -> np.ndarray:
         """The screen as ``[height, width, 3]`` uint8 (what PettingZoo's ``observe`` returns)."""
         assert self.screen is not None
-        pixels = bytearray(pygame.image.tobytes(self.screen, "RGB"))
-        return np.frombuffer(pixels, dtype=np.uint8).reshape(self.s_height, self.s_width, 3)
+        return read_screen(self.screen, None, grayscale=False)
 
     def observe(self) -> np.ndarray:
         """Every agent's observation of the current frame (computed once, a copy each)."""
         if self._frame is None:
-            self._frame = self._observation()
-        return self._frame.copy()
-
-    def _observation(self) -> np.ndarray:
-        if self.observation_size is None:
-            frame = self.full_frame()
-        else:
             assert self.screen is not None
-            small = pygame.transform.smoothscale(self.screen, self.observation_size)
-            frame = np.frombuffer(bytearray(pygame.image.tobytes(small, "RGB")), dtype=np.uint8)
-            frame = frame.reshape(self.observation_size[1], self.observation_size[0], 3)
-        if self.grayscale:
-            frame = (frame.astype(np.float32) @ _LUMINANCE).astype(np.uint8)
-        return frame
+            self._frame = read_screen(self.screen, self.observation_size, self.grayscale)
+        return self._frame.copy()
 
 
 class raw_env(_PettingZooRawEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
@@ -103,12 +88,7 @@ class raw_env(_PettingZooRawEnv):  # noqa: N801 - PettingZoo's name for the unwr
     """
 
     def __init__(self, observation_size: Sequence[int] | None = None, grayscale: bool = False, **kwargs: Any) -> None:
-        self._observation_size: tuple[int, int] | None = None
-        if observation_size is not None:
-            size = tuple(observation_size)
-            if len(size) != 2 or not all(isinstance(s, int) and s > 0 for s in size):
-                raise ValueError(f"cooperative pong's observation_size must be [width, height] (positive ints), got {observation_size!r}")
-            self._observation_size = (size[0], size[1])
+        self._observation_size = screen_size(observation_size, "cooperative pong")
         self._grayscale = bool(grayscale)
         super().__init__(**kwargs)
         EzPickle.__init__(self, observation_size=observation_size, grayscale=grayscale, **kwargs)  # pickles rebuild it whole

@@ -1,4 +1,5 @@
-"""league.games.cooperative_pong: PettingZoo's cooperative pong, its screen read once a frame."""
+"""league.games.cooperative_pong and league.games.pistonball: PettingZoo's butterfly games, their
+screens always drawn and read where they are drawn."""
 
 from __future__ import annotations
 
@@ -8,16 +9,18 @@ import numpy as np
 import pytest
 
 pytest.importorskip("pygame")
-pytest.importorskip("pettingzoo.butterfly")
+pytest.importorskip("pymunk")
 
-from pettingzoo.butterfly import cooperative_pong_v6  # noqa: E402
+from pettingzoo.butterfly import cooperative_pong_v6, pistonball_v6  # noqa: E402
 
-from league.games import cooperative_pong  # noqa: E402
+from league.games import cooperative_pong, pistonball  # noqa: E402
+
+_LUMINANCE = np.array([0.299, 0.587, 0.114], dtype=np.float32)  # SuperSuit's grayscale
 
 
-def _play_both(ours, theirs, episodes: int, seed: int = 0) -> int:
-    """Step both AEC envs with the same random moves; assert every observation, reward and end
-    agrees; returns the agent steps compared."""
+def _play_both(ours, theirs, episodes: int, seed: int = 0, seen=lambda obs: obs) -> int:
+    """Step both AEC envs with the same random moves; assert every observation (``seen`` of
+    theirs), reward and end agrees; returns the agent steps compared."""
     rng, steps = np.random.default_rng(seed), 0
     for episode in range(episodes):
         ours.reset(seed=episode)
@@ -25,7 +28,7 @@ def _play_both(ours, theirs, episodes: int, seed: int = 0) -> int:
         for _ in theirs.agent_iter():
             obs_a, reward_a, term_a, trunc_a, _ = theirs.last()
             obs_b, reward_b, term_b, trunc_b, _ = ours.last()
-            assert np.array_equal(obs_a, obs_b), (episode, steps)
+            assert np.array_equal(seen(obs_a), obs_b), (episode, steps)
             assert (reward_a, term_a, trunc_a) == (reward_b, term_b, trunc_b), (episode, steps)
             move = None if term_a or trunc_a else int(rng.integers(3))
             theirs.step(move)
@@ -53,8 +56,7 @@ def test_a_shrunk_grayscale_screen_is_the_observation_and_its_space():
     full = cooperative_pong.env(render_mode="rgb_array")
     gray.reset(seed=3)
     full.reset(seed=3)
-    weights = np.array([0.299, 0.587, 0.114], dtype=np.float32)
-    expected = (full.observe("paddle_0").astype(np.float32) @ weights).astype(np.uint8)
+    expected = (full.observe("paddle_0").astype(np.float32) @ _LUMINANCE).astype(np.uint8)
     assert np.array_equal(gray.observe("paddle_0"), expected)
 
 
@@ -88,10 +90,11 @@ def test_render_returns_the_frame_only_when_a_mode_asks_for_it():
     assert any("render mode" in str(w.message) for w in caught)
 
 
-@pytest.mark.parametrize("size", [[48], [0, 48], [48.5, 48], "48x48"])
-def test_a_bad_observation_size_is_refused_by_name(size):
+@pytest.mark.parametrize("size", [[48], [0, 48], [48.5, 48], [True, 48], "48x48"])
+@pytest.mark.parametrize("game", [cooperative_pong, pistonball])
+def test_a_bad_observation_size_is_refused_by_name(game, size):
     with pytest.raises(ValueError, match="observation_size must be \\[width, height\\]"):
-        cooperative_pong.env(observation_size=size)
+        game.env(observation_size=size)
 
 
 def test_the_env_file_builds_it_through_make_env_with_frames_stacked():
@@ -110,3 +113,31 @@ def test_the_env_file_builds_it_through_make_env_with_frames_stacked():
         assert step.done
     finally:
         env.close()
+
+
+@pytest.mark.parametrize("gray", [False, True])
+def test_pistonball_plays_pettingzoos_game_with_its_views_drawn(gray):
+    # PettingZoo's views move only with a render mode set; ours always do, and read gray they
+    # are SuperSuit's luminance of PettingZoo's, value for value.
+    theirs = pistonball_v6.env(render_mode="rgb_array", continuous=False, max_cycles=12)
+    ours = pistonball.env(continuous=False, max_cycles=12, grayscale=gray)
+    seen = (lambda obs: (obs.astype(np.float32) @ _LUMINANCE).astype(np.uint8)) if gray else (lambda obs: obs)
+    assert _play_both(ours, theirs, episodes=2, seen=seen) > 400
+
+
+def test_pistonball_views_move_without_a_render_mode_and_render_says_none():
+    ours = pistonball.env(continuous=False, observation_size=[48, 48], grayscale=True)
+    ours.reset(seed=0)
+    first = ours.observe("piston_10")
+    for _ in range(20 * 10):  # ten cycles, every piston moving up
+        ours.step(2)
+    view = ours.observe("piston_10")
+    assert view.shape == (48, 48) and ours.observation_space("piston_10").shape == (48, 48)
+    assert not np.array_equal(view, first)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert ours.render() is None
+    assert any("render mode" in str(w.message) for w in caught)
+    framed = pistonball.env(continuous=False, render_mode="rgb_array")
+    framed.reset(seed=0)
+    assert framed.render().shape == (560, 880, 3)
