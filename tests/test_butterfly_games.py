@@ -90,6 +90,29 @@ def test_render_returns_the_frame_only_when_a_mode_asks_for_it():
     assert any("render mode" in str(w.message) for w in caught)
 
 
+def test_cooperative_pong_read_as_its_state_follows_the_ball_and_the_paddles():
+    ours = cooperative_pong.env(obs_type="state")
+    ours.reset(seed=0)
+    first = ours.observe("paddle_0")
+    assert ours.observation_space("paddle_0").contains(first) and len(first) == len(cooperative_pong.STATE_FIELDS)
+    assert np.allclose(first[[0, 1, 4, 5]], 0.5, atol=0.02)  # the ball and both paddles start mid-screen
+    assert np.isclose(np.hypot(first[2], first[3]), 1.0)  # the velocity over the ball's speed
+    for _ in range(3):
+        ours.step(1)  # the left paddle up
+        ours.step(2)  # the right paddle down
+    state = ours.observe("paddle_1")
+    assert state[4] < first[4] and state[5] > first[5]
+    assert np.allclose(state[:2] - first[:2], 3 * first[2:4] * np.array([9 / 480, 9 / 280]), atol=0.01)  # three frames of flight
+    assert np.array_equal(ours.observe("paddle_0"), state)  # both paddles see the same numbers
+
+
+@pytest.mark.parametrize("kwargs, message", [({"obs_type": "ram"}, "obs_type must be one of"),
+                                             ({"obs_type": "state", "grayscale": True}, "drop them with obs_type=state")])
+def test_cooperative_pong_refuses_an_unknown_or_mixed_obs_type(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        cooperative_pong.env(**kwargs)
+
+
 @pytest.mark.parametrize("size", [[48], [0, 48], [48.5, 48], [True, 48], "48x48"])
 @pytest.mark.parametrize("game", [cooperative_pong, pistonball])
 def test_a_bad_observation_size_is_refused_by_name(game, size):

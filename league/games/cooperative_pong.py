@@ -19,9 +19,14 @@ screen where it is drawn, so no wrapper copies it full-size:
 * ``grayscale=True``: one luminance channel (ITU-R 601 weights, as SuperSuit's
   ``color_reduction`` mode ``full``), observations ``[height, width]``.
 
+A third reads the game instead of its screen, as an Atari game's ``obs_type="ram"`` does:
+``obs_type="state"`` gives every paddle the six numbers the screen shows, the ball's centre
+and velocity and both paddles' heights (:data:`STATE_FIELDS`, each scaled to about [-1, 1]);
+``obs_type="rgb_image"`` (the default) is the screen.
+
 It is a PettingZoo module like any user's: ``env.name=league.games.cooperative_pong``
-(``configs/env/cooperative_pong.yaml``) with PettingZoo's kwargs and those two; ``env()`` is
-the AEC env, ``parallel_env()`` the parallel one.
+(``configs/env/cooperative_pong.yaml``) with PettingZoo's kwargs and those three; ``env()``
+is the AEC env, ``parallel_env()`` the parallel one.
 """
 
 from __future__ import annotations
@@ -39,20 +44,29 @@ from pettingzoo.utils.conversions import parallel_wrapper_fn
 
 from league.games.screens import observation_shape, read_screen, screen_size
 
-__all__ = ["env", "parallel_env", "raw_env"]
+__all__ = ["OBS_TYPES", "STATE_FIELDS", "env", "parallel_env", "raw_env"]
+
+#: What ``obs_type`` may be: the screen, or the game's state as numbers.
+OBS_TYPES = ("rgb_image", "state")
+#: The numbers of ``obs_type="state"``, in order: positions over the screen's width or height,
+#: the ball's velocity over its speed.
+STATE_FIELDS = ("ball_x", "ball_y", "ball_vx", "ball_vy", "left_paddle_y", "right_paddle_y")
 
 
 class _DrawnGame(CooperativePong):
     """The game, drawing its screen after every move and reading it once a frame."""
 
     def __init__(self, *args: Any, observation_size: tuple[int, int] | None = None, grayscale: bool = False,
-                 **kwargs: Any) -> None:  # fmt: skip
+                 obs_type: str = "rgb_image", **kwargs: Any) -> None:  # fmt: skip
         super().__init__(*args, **kwargs)
         self.observation_size = observation_size
         self.grayscale = grayscale
+        self.obs_type = obs_type
         self._frame: np.ndarray | None = None
         width, height = observation_size or (self.s_width, self.s_height)
         space = gymnasium.spaces.Box(low=0, high=255, shape=observation_shape(width, height, grayscale), dtype=np.uint8)
+        if obs_type == "state":
+            space = gymnasium.spaces.Box(low=-1.5, high=1.5, shape=(len(STATE_FIELDS),), dtype=np.float32)
         self.observation_space = [space for _ in range(self.num_agents)]
 
     def render(self) -> np.ndarray | None:
@@ -73,8 +87,18 @@ class _DrawnGame(CooperativePong):
         """Every agent's observation of the current frame (computed once, a copy each)."""
         if self._frame is None:
             assert self.screen is not None
-            self._frame = read_screen(self.screen, self.observation_size, self.grayscale)
+            self._frame = self.state_numbers() if self.obs_type == "state" else read_screen(self.screen, self.observation_size, self.grayscale)
         return self._frame.copy()
+
+    def state_numbers(self) -> np.ndarray:
+        """:data:`STATE_FIELDS` of the current frame, float32."""
+        ball, speed = self.ball._rect, self.ball._speed  # noqa: SLF001 - where PettingZoo's ball keeps them (no public face)
+        scale = float(self.speed[0]) or 1.0
+        return np.array(
+            [ball.centerx / self.s_width, ball.centery / self.s_height, speed[0] / scale, speed[1] / scale,
+             self.p0.rects[0].centery / self.s_height, self.p1.rects[0].centery / self.s_height],
+            dtype=np.float32,
+        )  # fmt: skip
 
 
 class raw_env(_PettingZooRawEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
@@ -84,18 +108,26 @@ class raw_env(_PettingZooRawEnv):  # noqa: N801 - PettingZoo's name for the unwr
         observation_size: ``[width, height]`` the screen is scaled to for observations, or
             None for the full screen.
         grayscale: observations of one luminance channel (``[height, width]``).
+        obs_type: ``"rgb_image"`` (the screen) or ``"state"`` (:data:`STATE_FIELDS`).
         **kwargs: PettingZoo's (``max_cycles``, ``ball_speed``, ``render_mode``...).
     """
 
-    def __init__(self, observation_size: Sequence[int] | None = None, grayscale: bool = False, **kwargs: Any) -> None:
+    def __init__(self, observation_size: Sequence[int] | None = None, grayscale: bool = False, obs_type: str = "rgb_image",
+                 **kwargs: Any) -> None:  # fmt: skip
+        if obs_type not in OBS_TYPES:
+            raise ValueError(f"cooperative pong's obs_type must be one of {list(OBS_TYPES)}, got {obs_type!r}")
+        if obs_type == "state" and (observation_size is not None or grayscale):
+            raise ValueError("cooperative pong's observation_size and grayscale shape its screen: drop them with obs_type=state")
         self._observation_size = screen_size(observation_size, "cooperative pong")
         self._grayscale = bool(grayscale)
+        self._obs_type = obs_type
         super().__init__(**kwargs)
-        EzPickle.__init__(self, observation_size=observation_size, grayscale=grayscale, **kwargs)  # pickles rebuild it whole
+        EzPickle.__init__(self, observation_size=observation_size, grayscale=grayscale, obs_type=obs_type, **kwargs)  # pickles rebuild it whole
 
     def _seed(self, seed: int | None = None) -> None:
         self.randomizer, seed = seeding.np_random(seed)
-        self.env = _DrawnGame(self.randomizer, observation_size=self._observation_size, grayscale=self._grayscale, **self._kwargs)
+        self.env = _DrawnGame(self.randomizer, observation_size=self._observation_size, grayscale=self._grayscale,
+                              obs_type=self._obs_type, **self._kwargs)  # fmt: skip
 
     def render(self) -> np.ndarray | None:
         """The current frame (``render_mode="rgb_array"``), a window's (``"human"``), or None
