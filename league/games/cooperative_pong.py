@@ -64,9 +64,11 @@ class _DrawnGame(CooperativePong):
         self.obs_type = obs_type
         self._frame: np.ndarray | None = None
         width, height = observation_size or (self.s_width, self.s_height)
-        space = gymnasium.spaces.Box(low=0, high=255, shape=observation_shape(width, height, grayscale), dtype=np.uint8)
+        space: gymnasium.spaces.Box[Any]
         if obs_type == "state":
             space = gymnasium.spaces.Box(low=-1.5, high=1.5, shape=(len(STATE_FIELDS),), dtype=np.float32)
+        else:
+            space = gymnasium.spaces.Box(low=0, high=255, shape=observation_shape(width, height, grayscale), dtype=np.uint8)
         self.observation_space = [space for _ in range(self.num_agents)]
 
     def render(self) -> np.ndarray | None:
