@@ -27,16 +27,19 @@ measured entries and the league schedules evaluation games for the ones they sti
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal, TypeGuard
+from typing import Any, TypeGuard
 
 import math
 import numbers
 
 import numpy as np
 
+# One rule decides outcomes from returns everywhere (ties within rounding): the env layer's.
+from league.envs.outcomes import Outcome
+from league.envs.outcomes import pair_outcome as outcome_from_returns
+
 __all__ = ["OUTCOMES", "Outcome", "PRIOR_RETURN", "PRIOR_WIN_RATE", "PayoffTable", "is_outcome", "outcome_from_returns"]
 
-Outcome = Literal["win", "draw", "loss"]
 
 #: The allowed outcomes, from the first player's point of view.
 OUTCOMES: tuple[str, ...] = ("win", "draw", "loss")
@@ -56,15 +59,6 @@ _INDEX = {"win": 0, "draw": 1, "loss": 2}
 def is_outcome(value: object) -> TypeGuard[Outcome]:
     """Whether ``value`` is one of :data:`OUTCOMES`."""
     return value in OUTCOMES
-
-
-def outcome_from_returns(return_a: float, return_b: float) -> Outcome:
-    """``"win"``/``"draw"``/``"loss"`` for player a, comparing the two episode returns."""
-    if return_a > return_b:
-        return "win"
-    if return_a < return_b:
-        return "loss"
-    return "draw"
 
 
 class PayoffTable:

@@ -45,6 +45,7 @@ import numpy as np
 from league.batch import Columns as C
 from league.batch import SampleBatch
 from league.envs.batched import BatchedMultiAgentEnv, BatchStep, stack_rows
+from league.envs.outcomes import episode_outcomes
 from league.policy import Policy, PolicyFactory
 from league.sampling.inference import compute_all
 from league.sampling.matchups import Matchup, MatchupSource
@@ -58,10 +59,9 @@ MAX_EPISODE_STATS = 100_000
 
 def episode_record(episode_id: int, length: int, returns: dict[str, float], policies: dict[str, str]) -> dict:
     """One finished episode's stats: id, length, returns and policies per agent, and each
-    agent's outcome (``win`` for the best return, ``loss`` below it, ``draw`` when all tie)."""
-    best = max(returns.values())
-    winners = [a for a, r in returns.items() if r == best]
-    outcome = {a: ("draw" if len(winners) == len(returns) else "win" if a in winners else "loss") for a in returns}
+    agent's outcome (:func:`~league.envs.outcomes.episode_outcomes`: ``win`` for the best
+    return, ``loss`` below it, ``draw`` when all tie, within rounding)."""
+    outcome = episode_outcomes(returns)
     return {"episode_id": episode_id, "length": length, "returns": returns, "policies": policies, "outcome": outcome}
 
 
