@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from league.envs.outcomes import TIE_TOLERANCE, episode_outcomes, pair_outcome, returns_tie
-from league.population.payoff import outcome_from_returns
+from league.envs.outcomes import TIE_TOLERANCE, episode_outcomes, outcome_from_returns, returns_tie
 from league.sampling.batched_runner import episode_record
 
 
@@ -28,9 +27,9 @@ def test_a_drawn_game_with_cancelling_float32_rewards_is_a_draw() -> None:
 
 
 def test_real_margins_still_decide() -> None:
-    assert pair_outcome(1.0, -1.0) == "win" and pair_outcome(-1.0, 1.0) == "loss"
-    assert pair_outcome(0.0, 1e-3) == "loss"
-    assert pair_outcome(1000.0, 1000.5) == "loss"  # the tolerance at that size is 0.01
+    assert outcome_from_returns(1.0, -1.0) == "win" and outcome_from_returns(-1.0, 1.0) == "loss"
+    assert outcome_from_returns(0.0, 1e-3) == "loss"
+    assert outcome_from_returns(1000.0, 1000.5) == "loss"  # the tolerance at that size is 0.01
     assert episode_outcomes({"a": 1.0, "b": 0.0, "c": 0.0}) == {"a": "win", "b": "loss", "c": "loss"}
     assert episode_outcomes({"a": 1.0, "b": 1.0 - 1e-9, "c": 0.0}) == {"a": "win", "b": "win", "c": "loss"}
     assert episode_outcomes({"a": -2.0, "b": -2.0}) == {"a": "draw", "b": "draw"}

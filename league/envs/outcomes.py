@@ -4,7 +4,7 @@ An episode's outcome per agent is ``win`` for the best return, ``loss`` below it
 ``draw`` when every return ties. Returns are sums of float rewards, and rewards that cancel
 (a shaped reward's potential differences, costs and refunds) need not sum to exactly the same
 value on both sides when they are added in different orders or rounded to float32 by the env:
-a drawn chess game with material-shaped rewards summed to +-1e-8 and was scored as decided.
+a drawn game with potential-shaped rewards summed to +-1e-8 and was scored as decided.
 So returns within :data:`TIE_TOLERANCE` of each other, relative to their size (at least 1),
 tie; a real difference that small is below any reward an env means.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
-__all__ = ["Outcome", "TIE_TOLERANCE", "episode_outcomes", "pair_outcome", "returns_tie"]
+__all__ = ["Outcome", "TIE_TOLERANCE", "episode_outcomes", "outcome_from_returns", "returns_tie"]
 
 Outcome = Literal["win", "draw", "loss"]
 
@@ -24,11 +24,11 @@ TIE_TOLERANCE = 1e-5
 
 
 def returns_tie(a: float, b: float) -> bool:
-    """Whether returns ``a`` and ``b`` tie (differ by less than :data:`TIE_TOLERANCE`, relative)."""
+    """Whether returns ``a`` and ``b`` tie (differ by at most :data:`TIE_TOLERANCE`, relative)."""
     return abs(a - b) <= TIE_TOLERANCE * max(1.0, abs(a), abs(b))
 
 
-def pair_outcome(return_a: float, return_b: float) -> Outcome:
+def outcome_from_returns(return_a: float, return_b: float) -> Outcome:
     """``"win"``/``"draw"``/``"loss"`` for player a, comparing two episode returns."""
     if returns_tie(return_a, return_b):
         return "draw"

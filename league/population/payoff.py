@@ -34,12 +34,11 @@ import numbers
 
 import numpy as np
 
-# One rule decides outcomes from returns everywhere (ties within rounding): the env layer's.
-from league.envs.outcomes import Outcome
-from league.envs.outcomes import pair_outcome as outcome_from_returns
+# One rule decides outcomes from returns everywhere (ties within rounding): the env layer's,
+# re-exported here where the population's callers have always found it.
+from league.envs.outcomes import Outcome, outcome_from_returns
 
 __all__ = ["OUTCOMES", "Outcome", "PRIOR_RETURN", "PRIOR_WIN_RATE", "PayoffTable", "is_outcome", "outcome_from_returns"]
-
 
 #: The allowed outcomes, from the first player's point of view.
 OUTCOMES: tuple[str, ...] = ("win", "draw", "loss")

@@ -28,7 +28,7 @@ import numpy as np
 
 from league.envs import make_env
 from league.envs.base import MultiAgentEnv, TimeStep
-from league.envs.outcomes import pair_outcome
+from league.envs.outcomes import outcome_from_returns
 from league.policy import Policy, masked_uniform_actions
 from league.search.player import PositionPlayer
 
@@ -133,7 +133,7 @@ class _Game:
 
     def outcome(self) -> str:
         mine, theirs = (self.returns.get(self.seat_agents[s], 0.0) for s in (self.seat, 1 - self.seat))
-        return pair_outcome(mine, theirs)
+        return outcome_from_returns(mine, theirs)
 
 
 def play_matches(
