@@ -33,8 +33,11 @@ MAX_FRAGMENT_BYTES = 1 << 30
 FRAGMENT_SHARE, MIN_FRAGMENT_S, MAX_FRAGMENT_S = 0.05, 2.0, 25.0
 #: With a time budget, the shares of stop.time_s (at the probe's step time) by which every env
 #: copy of a sampler ends its first episode of the env's longest length, the first evaluation
-#: round starts (eval.interval iterations), and one evaluation round's env steps are played.
-EPISODE_SHARE, FIRST_EVAL_SHARE, EVAL_ROUND_SHARE = 0.2, 0.1, 0.1
+#: round starts (eval.interval iterations), and one evaluation round's env steps are played
+#: (a twentieth: at a tenth pistonball's 540 s run spent about a third of its wall time in
+#: evaluation rounds, 42k env steps against 119k trained; at a twentieth 14k against 133k, its
+#: eight evaluations as clear: benchmarks/README.md, 2026-12-02).
+EPISODE_SHARE, FIRST_EVAL_SHARE, EVAL_ROUND_SHARE = 0.2, 0.1, 0.05
 #: Algorithms whose training step waits for a batch of train_batch_size fresh rows (DQN's and
 #: SAC's train_batch_size is a replay sample).
 ROLLOUT_ALGORITHMS = ("ppo", "a2c", "impala", "appo")
