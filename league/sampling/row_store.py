@@ -20,6 +20,24 @@ from league.batch import Columns as C
 __all__ = ["RowStore", "PolicyRows"]
 
 
+def _gather_rows(blocks: list[tuple[int, dict[str, np.ndarray]]], rows: np.ndarray) -> dict[str, np.ndarray]:
+    """Rows ``rows`` (positions in the blocks laid end to end) of every column, in that order,
+    each column copied once: a fragment's image observations are most of its bytes, and
+    concatenating the blocks first, then selecting, then ordering copied them three times."""
+    sizes = np.array([len(next(iter(c.values()))) for _, c in blocks], dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    block_of = np.searchsorted(offsets, rows, side="right") - 1
+    parts = [(b, np.flatnonzero(block_of == b)) for b in range(len(blocks))]
+    out: dict[str, np.ndarray] = {}
+    for k, first in blocks[0][1].items():
+        col = np.empty((len(rows), *first.shape[1:]), dtype=first.dtype)
+        for b, where in parts:
+            if where.size:
+                col[where] = blocks[b][1][k][rows[where] - offsets[b]]
+        out[k] = col
+    return out
+
+
 @dataclass
 class PolicyRows:
     """One policy's closed rows of a fragment, grouped into chunks.
@@ -120,18 +138,19 @@ class RowStore:
         carry: list[tuple[int, np.ndarray, dict[str, np.ndarray]]] = []
         for code, blocks in self._blocks.items():
             ids = np.concatenate([np.arange(s, s + len(next(iter(c.values())))) for s, c in blocks])
-            cols = {k: np.concatenate([c[k] for _, c in blocks]) for k in blocks[0][1]}
             keep = pending_mask[ids]
-            if keep.any():
-                carry.append((code, ids[keep], {k: v[keep] for k, v in cols.items()}))
             emit = ~keep & (meta["eps"][ids] >= 0)
-            if not emit.any():
+            # Which stored rows go out, in chunk order, found on the ids alone: each column
+            # (image observations are most of a fragment's bytes) is then gathered once.
+            emitted = np.flatnonzero(emit)
+            order = np.lexsort((meta["agent"][ids[emitted]], meta["eps"][ids[emitted]]))  # stable: a chunk's rows stay in time order
+            kept = np.flatnonzero(keep)
+            if kept.size:
+                carry.append((code, ids[kept], _gather_rows(blocks, kept)))
+            if not emitted.size:
                 continue
-            ids, cols = ids[emit], {k: v[emit] for k, v in cols.items()}
+            ids, cols = ids[emitted[order]], _gather_rows(blocks, emitted[order])
             eps, agent = meta["eps"][ids], meta["agent"][ids]
-            order = np.lexsort((agent, eps))  # stable: rows of one chunk stay in time order
-            ids, eps, agent = ids[order], eps[order], agent[order]
-            cols = {k: v[order] for k, v in cols.items()}
             new = np.ones(len(ids), dtype=bool)
             new[1:] = (eps[1:] != eps[:-1]) | (agent[1:] != agent[:-1])
             starts = np.flatnonzero(new)
