@@ -26,14 +26,16 @@ def _gather_rows(blocks: list[tuple[int, dict[str, np.ndarray]]], rows: np.ndarr
     concatenating the blocks first, then selecting, then ordering copied them three times."""
     sizes = np.array([len(next(iter(c.values()))) for _, c in blocks], dtype=np.int64)
     offsets = np.concatenate([[0], np.cumsum(sizes)])
+    # The output positions grouped by the block that holds their row, in one sort.
     block_of = np.searchsorted(offsets, rows, side="right") - 1
-    parts = [(b, np.flatnonzero(block_of == b)) for b in range(len(blocks))]
+    by_block = np.argsort(block_of, kind="stable")
+    bounds = np.searchsorted(block_of[by_block], np.arange(len(blocks) + 1))
+    parts = [(b, by_block[bounds[b] : bounds[b + 1]]) for b in range(len(blocks)) if bounds[b] < bounds[b + 1]]
     out: dict[str, np.ndarray] = {}
     for k, first in blocks[0][1].items():
         col = np.empty((len(rows), *first.shape[1:]), dtype=first.dtype)
         for b, where in parts:
-            if where.size:
-                col[where] = blocks[b][1][k][rows[where] - offsets[b]]
+            col[where] = blocks[b][1][k][rows[where] - offsets[b]]
         out[k] = col
     return out
 
