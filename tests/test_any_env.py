@@ -258,7 +258,11 @@ def test_image_preprocessing_by_config_and_a_sampler_sized_from_the_observation(
     env = make_env(name, continuous=False, max_cycles=20, preprocess={"grayscale": True, "resize": [48, 48], "frame_stack": 2})
     assert env.spec("piston_0").obs_shape == (48, 48, 2)
     obs = env.reset(seed=0).obs["piston_0"]
-    assert obs.dtype == np.float32 and 0.0 <= obs.min() and obs.max() <= 1.0
+    # scale (on for images): the pixels stay bytes, which every model reads as value / 255.
+    assert obs.dtype == np.uint8 and obs.max() > 1
+    unscaled = make_env(name, continuous=False, max_cycles=20, preprocess={"grayscale": True, "resize": [48, 48], "frame_stack": 2, "scale": False})
+    raw = unscaled.reset(seed=0).obs["piston_0"]
+    assert raw.dtype == np.float32 and np.array_equal(raw, obs)
     with pytest.raises(ValueError, match="unknown key.*'rezise'"):
         make_env(name, continuous=False, preprocess={"rezise": [48, 48]})
     env = {"name": name, "kwargs": {"continuous": False, "max_cycles": 20, "preprocess": {"grayscale": True, "resize": [32, 32]}}, "groups": {"team": ["*"]}}

@@ -1,6 +1,7 @@
 """Default actor-critic / Q models for preprocessed observations.
 
-Every model maps ``float32[B, *obs_shape]`` to ``(dist_inputs, value float32[B])``: the
+Every model maps ``float32[B, *obs_shape]`` (or ``uint8`` pixels, read as value / 255:
+:mod:`league.algos.byte_obs`) to ``(dist_inputs, value float32[B])``: the
 distribution inputs are logits ``[B, A]`` for Discrete actions (Q-learning reads them as
 Q-values) and ``[B, 2D]`` (means, then log-stds) for a Box of ``D`` dimensions. Pick one
 with :func:`build_model`: :class:`MLPModel` for flat observations, :class:`ConvModel` (unstrided
@@ -30,6 +31,7 @@ import torch.distributed as dist
 from torch import nn
 
 from league.algos.activations import Tanh
+from league.algos.byte_obs import model_input
 from league.algos.seams import INPUT_FEATURES, InputFeatures
 from league.algos.wrapping import ModelWrapper
 from league.typecheck import has_method
@@ -150,6 +152,7 @@ class ActorCriticModel(nn.Module):
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Distribution inputs (logits ``[B, A]``, or means and log-stds ``[B, 2D]``) and values ``[B]``."""
+        obs = model_input(obs)  # uint8 pixels -> [0, 1]
         if self.obs_norm is not None:
             obs = self.obs_norm.normalize(obs)
         pi, value = self.body(obs)
@@ -313,7 +316,8 @@ class NatureCNNModel(ActorCriticModel):
     About 1.7M parameters per trunk for 84x84x4 frames. Kernels shrink to fit where a
     layer would otherwise not fit the frame (for sides from ``MIN_IMAGE_SIDE`` = 32 up to about
     36), per side, so non-square frames work; smaller frames are refused (use ``model=conv``).
-    Pixels are expected already scaled (``env.kwargs.preprocess.scale``, on by default).
+    Pixels come as bytes (``env.kwargs.preprocess.scale``, on by default: ``uint8``, read as
+    value / 255 at the input) or already scaled floats.
     """
 
     def __init__(self, obs_shape: Sequence[int], num_actions: int, channels: Sequence[int] = (32, 64, 64),
@@ -416,6 +420,7 @@ class InputFeaturesModel(ModelWrapper):
         """``[..., C + F]``: the observations with their features appended, what ``base`` reads.
         A learner taking several passes over one batch (PPO's epochs) reads them once and hands
         these to :meth:`forward`."""
+        obs = model_input(obs)
         return torch.cat([obs, self.features(obs)], -1)
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -455,6 +460,6 @@ def update_normalizers(model: nn.Module, obs: torch.Tensor | None = None, value_
     ``model``'s running statistics (a no-op for statistics the model does not keep)."""
     obs_norm, value_norm = getattr(model, "obs_norm", None), getattr(model, "value_norm", None)
     if obs_norm is not None and obs is not None:
-        obs_norm.update(obs)
+        obs_norm.update(model_input(obs))
     if value_norm is not None and value_targets is not None:
         value_norm.update_preserving(value_targets, model.vf)

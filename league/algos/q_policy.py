@@ -27,6 +27,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from league.algos.byte_obs import policy_obs
 from league.algos.q_models import masked_argmax
 from league.algos.schedules import Schedule
 from league.batch import Columns as C
@@ -85,7 +86,7 @@ class EpsilonGreedyQPolicy(Policy):
         exactly as ``compute_actions`` picks it.
         """
         with torch.inference_mode():
-            q = self.model(torch.from_numpy(np.asarray(obs, dtype=np.float32)))
+            q = self.model(torch.from_numpy(policy_obs(obs)))
             greedy = masked_argmax(q, torch.from_numpy(np.asarray(action_mask))).numpy()
         eps = float(self.epsilon)
         probs = eps * masked_uniform_probabilities(action_mask)

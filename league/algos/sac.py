@@ -33,6 +33,7 @@ import torch
 from torch import nn
 
 from league.learn.algorithm import PolicyState, adam, add_version_buffer
+from league.algos.byte_obs import model_input
 from league.algos.distributions import DiagGaussian
 from league.algos.off_policy import TARGET_MODEL, ReplayAlgorithm, check_steps_per_call
 from league.algos.torch_policy import ActorCriticPolicy
@@ -108,13 +109,13 @@ class SACModel(nn.Module):
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Means and log-stds ``[B, 2D]`` (log-std squashed into ``[LOG_STD_MIN, LOG_STD_MAX]``), and zeros ``[B]``."""
-        mean, log_std = self.actor(obs).chunk(2, dim=-1)
+        mean, log_std = self.actor(model_input(obs)).chunk(2, dim=-1)
         log_std = LOG_STD_MIN + 0.5 * (LOG_STD_MAX - LOG_STD_MIN) * (torch.tanh(log_std) + 1)
         return torch.cat([mean, log_std], dim=-1), torch.zeros(obs.shape[0], device=obs.device)
 
     def q(self, obs: torch.Tensor, unit_actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``Q1, Q2`` ``[B]`` of actions rescaled to ``[-1, 1]``."""
-        x = torch.cat([obs.flatten(1), unit_actions], dim=-1)
+        x = torch.cat([model_input(obs).flatten(1), unit_actions], dim=-1)
         return self.q1(x).squeeze(-1), self.q2(x).squeeze(-1)
 
 

@@ -6,6 +6,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from league.algos.byte_obs import policy_obs
 from league.algos.distributions import MASKED_LOGIT, ActionDist, Categorical, masked_logits
 from league.learn.onednn import fp32_matmuls
 from league.policy import Policy
@@ -51,7 +52,7 @@ class ActorCriticPolicy(Policy):
         if not isinstance(self.dist, Categorical):
             raise NotImplementedError("action_probabilities needs one Discrete action; this policy acts on a Box or MultiDiscrete space")
         with torch.inference_mode():
-            logits, _ = self.model(torch.from_numpy(np.asarray(obs, dtype=np.float32)))
+            logits, _ = self.model(torch.from_numpy(policy_obs(obs)))
             mask = torch.from_numpy(np.asarray(action_mask)).bool()
             # Softmax in float64: float32 logits of a sharp policy would round small legal
             # probabilities to 0 and leave rows summing to 1 only within float32 precision.

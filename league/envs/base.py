@@ -46,7 +46,8 @@ observation is flattened with ``gymnasium.spaces.flatten`` to a 1-D float32 vect
 (in the space's key order, which Gymnasium sorts for Dicts built from a plain dict),
 with an ``action_mask`` key (if present) split off first; Discrete observations become
 one-hot float32 (index ``value - start``); Box, MultiBinary and MultiDiscrete
-observations keep their shape, cast to float32. Without a mask in the observation,
+observations keep their shape, cast to float32 (but ``uint8`` image pixels that
+``env.kwargs.preprocess.scale`` asks for, kept as bytes: :mod:`league.algos.byte_obs`). Without a mask in the observation,
 ``info["action_mask"]`` is used when the env provides one, else all ones. Action spaces:
 Discrete (policy action ``i`` is env action ``i + space.start``), Box with finite or
 infinite bounds (``num_actions`` is its size; policy actions are float32 vectors reshaped

@@ -7,8 +7,8 @@ per live agent). The contract, which the batched sampler relies on:
 
 * ``env_index[K]``/``agent_index[K]`` name each row's copy and agent (agent index =
   position in ``possible_agents``); ``obs`` and ``masks`` are the rows' observations
-  (float32, the observation the single-copy adapter would produce:
-  :mod:`league.envs.preprocess`) and legal actions (int8; all ones for a Box agent, whose
+  (float32, or ``uint8`` pixels kept as bytes: the observation the single-copy adapter would
+  produce, :mod:`league.envs.preprocess`) and legal actions (int8; all ones for a Box agent, whose
   mask is ignored). Every active copy (below) has at least one row.
 * **Per-agent specs.** ``spec(agent)`` is each agent's :class:`~league.envs.base.AgentSpec`.
   When every agent shares one observation shape, ``obs`` is one array ``[K, *obs_shape]``
@@ -368,6 +368,11 @@ class VectorizedEnv(BatchedMultiAgentEnv):
             return out
         obs = [r[2] for r in rows]
         masks = [r[3] for r in rows]
-        out.obs = np.stack(obs).astype(np.float32, copy=False) if self._same_obs else ragged(obs)
+        out.obs = _obs_array(np.stack(obs)) if self._same_obs else ragged(obs)
         out.masks = np.stack(masks).astype(np.int8, copy=False) if self._same_masks else ragged(masks)
         return out
+
+
+def _obs_array(obs: np.ndarray) -> np.ndarray:
+    """Stacked observations as the contract gives them: ``uint8`` pixels kept as bytes, else float32."""
+    return obs if obs.dtype == np.uint8 else obs.astype(np.float32, copy=False)

@@ -4,7 +4,8 @@ image code) before the env is adapted.
 
 ``frame_skip`` and ``frame_stack`` apply to any observation (an Atari game's RAM bytes
 too); ``grayscale`` and ``resize`` to images only; ``scale`` defaults to on for images and
-off otherwise.
+off otherwise, and leaves ``uint8`` pixels as bytes that the models divide by 255
+(:func:`keeps_bytes`).
 
 Asked for with the reserved env kwarg ``preprocess`` (``+env.kwargs.preprocess={resize:
 [84, 84], grayscale: true, frame_stack: 4}``), so every place that builds the env from
@@ -19,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["PREPROCESS_KEYS", "check_preprocess", "wrap_each_observation", "wrap_over_time"]
+__all__ = ["PREPROCESS_KEYS", "check_preprocess", "keeps_bytes", "wrap_each_observation", "wrap_over_time"]
 
 #: Keys of ``preprocess`` and what they do (in this order).
 PREPROCESS_KEYS = {
@@ -27,7 +28,7 @@ PREPROCESS_KEYS = {
     "grayscale": "bool: RGB -> one luminance channel (supersuit.color_reduction_v0, mode full)",
     "resize": "[width, height]: bilinear resize (supersuit.resize_v1)",
     "frame_stack": "int >= 1: the last N frames as channels (supersuit.frame_stack_v1)",
-    "scale": "bool, default true for images: observations from their space's bounds (0..255) to 0..1 as float32 (supersuit.dtype_v0 + normalize_obs_v0)",
+    "scale": "bool, default true for images: observations from their space's bounds to 0..1 (uint8 pixels stay bytes the models read as value / 255; other bounded spaces supersuit.dtype_v0 + normalize_obs_v0 to float32)",
 }
 
 
@@ -68,11 +69,24 @@ def wrap_each_observation(env: Any, options: Mapping[str, Any], name: str = "env
     shape = env.observation_space(env.possible_agents[0]).shape
     if is_image and len(shape) == 2:  # one channel: [H, W] -> [H, W, 1] for the conv model (a stack adds channels)
         env = ss.reshape_v0(env, (*shape, 1))
-    if options.get("scale", is_image):
+    if options.get("scale", is_image) and not keeps_bytes(env, options):
         if not (np.all(np.isfinite(space.low)) and np.all(np.isfinite(space.high))):
             raise ValueError(f"env {name}: env.kwargs.preprocess.scale needs bounded observations, this env's are {space}; set scale: false")
         env = ss.normalize_obs_v0(ss.dtype_v0(env, np.float32), env_min=0.0, env_max=1.0)
     return env
+
+
+def keeps_bytes(env: Any, options: Mapping[str, Any] | None) -> bool:
+    """Whether ``scale`` leaves ``env``'s observations as bytes: asked for (the default for
+    images) on ``uint8`` pixels over 0..255, which the models divide by 255 at their input
+    (:mod:`league.algos.byte_obs`; a quarter of float32's memory on the way to the update)."""
+    if options is None:
+        return False
+    space = env.observation_space(env.possible_agents[0])
+    shape = getattr(space, "shape", None) or ()
+    is_image = len(shape) in (2, 3)
+    return (bool(options.get("scale", is_image)) and is_image and getattr(space, "dtype", None) == np.uint8
+            and bool(np.all(space.low == 0)) and bool(np.all(space.high == 255)))
 
 
 def wrap_over_time(env: Any, options: Mapping[str, Any], name: str = "env") -> Any:

@@ -25,7 +25,7 @@ __all__ = ["PettingZooAECEnv", "PettingZooParallelEnv"]
 class _PettingZooBase(MultiAgentEnv):
     """Per-agent preprocessors, step limit and error wrapping shared by both adapters."""
 
-    def __init__(self, env: Any, name: str | None, max_episode_steps: int | None) -> None:
+    def __init__(self, env: Any, name: str | None, max_episode_steps: int | None, byte_images: bool = False) -> None:
         if max_episode_steps is not None and (
             isinstance(max_episode_steps, bool)
             or not isinstance(max_episode_steps, (int, np.integer))
@@ -38,7 +38,7 @@ class _PettingZooBase(MultiAgentEnv):
         self.possible_agents = list(env.possible_agents)
         try:
             self._pre: dict[str, ObsPreprocessor] = {
-                agent: build_preprocessor(env.observation_space(agent), env.action_space(agent), agent)
+                agent: build_preprocessor(env.observation_space(agent), env.action_space(agent), agent, byte_images)
                 for agent in self.possible_agents
             }
         except (TypeError, ValueError) as err:
@@ -137,10 +137,12 @@ class PettingZooAECEnv(_PettingZooBase):
         name: used in error messages; defaults to ``env.metadata["name"]``.
         max_episode_steps: truncate every live agent after this many ``step`` calls
             (moves, not cycles); None leaves truncation to the env.
+        byte_images: ``uint8`` Box observations stay bytes (see :func:`build_preprocessor`).
     """
 
-    def __init__(self, env: Any, name: str | None = None, max_episode_steps: int | None = None) -> None:
-        super().__init__(env, name, max_episode_steps)
+    def __init__(self, env: Any, name: str | None = None, max_episode_steps: int | None = None,
+                 byte_images: bool = False) -> None:  # fmt: skip
+        super().__init__(env, name, max_episode_steps, byte_images)
         self._raw = env.unwrapped
         self._current: str | None = None
         self._steps_per_cycle = max(1, len(self.possible_agents))
@@ -247,10 +249,12 @@ class PettingZooParallelEnv(_PettingZooBase):
         name: used in error messages; defaults to ``env.metadata["name"]``.
         max_episode_steps: truncate every live agent after this many ``step`` calls;
             None leaves truncation to the env.
+        byte_images: ``uint8`` Box observations stay bytes (see :func:`build_preprocessor`).
     """
 
-    def __init__(self, env: Any, name: str | None = None, max_episode_steps: int | None = None) -> None:
-        super().__init__(env, name, max_episode_steps)
+    def __init__(self, env: Any, name: str | None = None, max_episode_steps: int | None = None,
+                 byte_images: bool = False) -> None:  # fmt: skip
+        super().__init__(env, name, max_episode_steps, byte_images)
         self._acting: list[str] = []
 
     def reset(self, seed: int | None = None) -> TimeStep:

@@ -65,9 +65,13 @@ class ObsPreprocessor:
 
 
 def build_preprocessor(
-    observation_space: spaces.Space, action_space: spaces.Space, agent: str = "agent"
+    observation_space: spaces.Space, action_space: spaces.Space, agent: str = "agent", byte_images: bool = False
 ) -> ObsPreprocessor:
     """Compile the preprocessing rule for one agent's spaces.
+
+    ``byte_images``: a ``uint8`` Box observation is kept as bytes (image pixels the models read
+    as value / 255, :mod:`league.algos.byte_obs`; what ``env.kwargs.preprocess.scale`` asks for)
+    instead of cast to float32.
 
     Raises:
         TypeError: the action space is not ``Discrete``, ``Box`` or 1-D ``MultiDiscrete``, or the observation
@@ -103,7 +107,10 @@ def build_preprocessor(
             transform = _with_obs_mask(obs_fn)
         has_mask = True
     else:
-        shape, obs_fn = _compile(observation_space, agent)
+        if byte_images and isinstance(observation_space, spaces.Box) and observation_space.dtype == np.uint8:
+            shape, obs_fn = tuple(observation_space.shape), _as_uint8
+        else:
+            shape, obs_fn = _compile(observation_space, agent)
         transform = _with_info_mask(obs_fn, ones)
         has_mask = False
 
@@ -143,6 +150,11 @@ def _compile(space: spaces.Space, agent: str) -> tuple[tuple[int, ...], _ObsFn]:
 def _as_float32(x: Any) -> np.ndarray:
     # np.array (not asarray) so an env that reuses its own buffer cannot alias ours.
     return np.array(x, dtype=np.float32)
+
+
+def _as_uint8(x: Any) -> np.ndarray:
+    # A copy, as _as_float32's: an env reusing its frame buffer cannot alias ours.
+    return np.array(x, dtype=np.uint8)
 
 
 def _one_hot_fn(n: int, start: int) -> _ObsFn:

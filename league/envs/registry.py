@@ -221,13 +221,15 @@ def _make_pettingzoo(
     if api == "parallel":
         env = _native_parallel(env)
         inner_aec = _aec_inside_parallel(env)
+    byte_images = False
     if images:
-        from league.envs.images import wrap_each_observation
+        from league.envs.images import keeps_bytes, wrap_each_observation
 
         if inner_aec is not None:  # on the AEC env it is: SuperSuit would round-trip a parallel one
             inner_aec = wrap_each_observation(inner_aec, images, name)
         else:
             env = wrap_each_observation(env, images, name)
+        byte_images = keeps_bytes(inner_aec if inner_aec is not None else env, images)
     if inner_aec is not None:
         from league.envs.observe_once import observe_once_parallel
 
@@ -237,7 +239,7 @@ def _make_pettingzoo(
 
         env = wrap_over_time(env, images, name)
     adapter = PettingZooAECEnv if api == "aec" else PettingZooParallelEnv
-    return adapter(env, name=name, max_episode_steps=max_episode_steps)
+    return adapter(env, name=name, max_episode_steps=max_episode_steps, byte_images=byte_images)
 
 
 def _construct(name: str, path: str, constructor: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
