@@ -15,6 +15,7 @@ from league.algos.q_models import build_q_model
 from league.batch import Columns as C
 from league.batch import MultiAgentBatch, SampleBatch
 from league.envs.base import AgentSpec
+from league.envs import make_env
 from league.envs.preprocess import build_preprocessor
 from league.learn import Learner
 
@@ -104,6 +105,14 @@ def test_a_ppo_update_on_bytes_is_the_update_on_scaled_floats():
     assert all(np.allclose(weights[0][k], weights[1][k], atol=1e-5) for k in weights[0])
 
 
+def test_replay_keeps_frames_as_bytes():
+    from league.replay.buffer import PrioritizedReplayBuffer
+
+    buffer = PrioritizedReplayBuffer(64, seed=0)
+    buffer.add(SampleBatch({C.OBS: _pixels(8), C.ACTIONS: np.zeros(8, np.int64)}))
+    assert buffer.sample(4, beta=0.4)[C.OBS].dtype == np.uint8  # a quarter of float32's replay memory
+
+
 def test_only_uint8_boxes_asked_for_as_bytes_stay_bytes():
     from gymnasium import spaces
 
@@ -116,3 +125,32 @@ def test_only_uint8_boxes_asked_for_as_bytes_stay_bytes():
     assert build_preprocessor(image, spaces.Discrete(2)).transform(frame, None)[0].dtype == np.float32
     ram = spaces.Box(0.0, 1.0, (8,), np.float32)
     assert build_preprocessor(ram, spaces.Discrete(2), byte_images=True).transform(np.zeros(8), None)[0].dtype == np.float32
+
+
+ALGOS_ON_FRAMES = {
+    "ppo": {},
+    "dqn": {"learning_starts": 32, "train_batch_size": 32, "buffer_size": 2000, "target_update_interval": 50},
+    "impala": {"train_batch_size": 96, "minibatch_size": 48},
+}
+
+
+@pytest.mark.parametrize("algo", sorted(ALGOS_ON_FRAMES))
+def test_byte_frames_train_every_kind_of_learner_end_to_end(tmp_path, algo):
+    """Pistonball's frames as bytes through a whole (in-process) run: fragments, DQN's C++
+    replay (its schema keeps the dtype) or a rollout learner, evaluation, checkpoint."""
+    pytest.importorskip("supersuit")
+    pytest.importorskip("pymunk")
+    from league.cli.train import run_job
+    from tests.run_helpers import short_run_values
+
+    env = {"name": "league.games.pistonball", "groups": {"team": ["*"]},
+           "kwargs": {"continuous": False, "n_pistons": 3, "max_cycles": 20, "observation_size": [32, 32], "grayscale": True,
+                      "preprocess": {"frame_stack": 2}}}  # fmt: skip
+    probe = make_env(env["name"], **env["kwargs"])
+    assert probe.reset(seed=0).obs["piston_0"].dtype == np.uint8
+    params = {"model_kwargs": {"channels": [8, 8, 8], "hidden": 32}, **ALGOS_ON_FRAMES[algo]}
+    values = short_run_values(env, batch=96, eval={"episodes": 2}, algo={"name": algo, "params": params})
+    if algo != "ppo":  # short_run_values' PPO keys
+        values["algo"]["params"] = params
+    summary = run_job(values, str(tmp_path))
+    assert summary["iterations"] == 2 and summary["env_steps"] > 0
