@@ -101,6 +101,26 @@ def test_no_round_starts_that_the_time_left_has_no_room_for(tmp_path, monkeypatc
     assert trainer.run.evaluation.round_s is None and summary["eval_partial"] == {}, "no round was started"
 
 
+def test_evaluation_games_keep_to_a_tenth_of_the_stepping_under_a_time_budget(tmp_path):
+    """A round eval.interval makes due waits while the evaluation games played are past
+    EVAL_STEP_SHARE of all env steps (time-budgeted runs; without a budget eval.interval alone)."""
+    assert state.evaluation_has_room(0, 0, 10.0)  # the first round
+    assert state.evaluation_has_room(100, 900, 10.0) and not state.evaluation_has_room(101, 899, 10.0)
+    assert state.evaluation_has_room(10**6, 1, 0.0)
+    # Rounds of 50 games a policy every 128-step iteration would step several times the training.
+    values = short_run_values({"name": "tictactoe"}, eval={"interval": 1, "episodes": 50}, stop={"iterations": 0, "time_s": 6.0})
+    trainer = Trainer(parse_run_config(values), tmp_path / "run")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trainer.train()
+    trainer.close()
+    rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    played = [r["eval_env_steps"] for r in rows]
+    one_round = max(b - a for a, b in zip([0, *played], played))
+    assert one_round > 0 and len(rows) > 10
+    assert played[-1] <= state.EVAL_STEP_SHARE * (rows[-1]["env_steps"] + played[-1]) + one_round
+
+
 def test_a_budget_spent_by_the_setup_is_named(tmp_path):
     env = {"name": "slow_long", "kwargs": {"length": 100, "build_s": 0.6}}
     values = short_run_values(env, sampler={"num_envs": 2}, stop={"iterations": 0, "time_s": 1.0})

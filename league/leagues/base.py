@@ -127,6 +127,12 @@ class TrainingLeague(ABC):
         """Matchups of league-scheduled evaluation games (none by default)."""
         return []
 
+    @property
+    def schedules_evaluation(self) -> bool:
+        """Whether evaluation rounds carry games this league decides by (a meta-game's, a payoff's):
+        then every round ``eval.interval`` makes due is played, whatever its share of the stepping."""
+        return False
+
     def metrics(self, iteration: int, learner: LearnerFace, time_left_s: float | None = None) -> dict[str, Any]:
         """Fields this league adds to an iteration's metrics row (``time_left_s``: the run's
         time left, for measurements that must not carry it past ``stop.time_s``)."""

@@ -163,6 +163,11 @@ class CoordinatedLeague(TrainingLeague):
         self._since_save.extend(episodes)
         self._call(LeagueCoordinator.report, episodes)
 
+    @property
+    def schedules_evaluation(self) -> bool:
+        """Whether its rounds carry meta-game or ``eval_pairs`` games."""
+        return bool(self.eval_pairs or self.meta_game_episodes)
+
     def evaluation_matchups(self) -> list[Matchup]:
         """This round's evaluation matchups: the meta-game pairs the solvers still need
         (frozen against frozen included; no seat learns), then ``eval_pairs`` least

@@ -158,7 +158,7 @@ class IterationConfig:
 class EvalConfig:
     """Evaluation episodes against a fixed opponent (separate from training)."""
 
-    interval: int = 5  # training iterations (see IterationConfig); 0 disables
+    interval: int = 5  # training iterations (see IterationConfig); 0 disables; under stop.time_s a round also waits while evaluation games are past run.state.EVAL_STEP_SHARE of all env steps
     episodes: int = 100  # per learning policy, split between the samplers
     # Each learning policy's evaluation games end after this many env steps (all env copies
     # together, split between the samplers; 0: off), whichever of this and `episodes` comes

@@ -38,14 +38,27 @@ from league.runtime import start_ray
 from league.runtime.actors import is_ray_actor
 from league.runtime.faces import LearnerFace, PlanFace, SamplerHandle
 
-__all__ = ["Run", "RunPart", "build_run", "close_samplers", "FIRST_ROUND_SHARE"]
+__all__ = ["Run", "RunPart", "build_run", "close_samplers", "FIRST_ROUND_SHARE", "EVAL_STEP_SHARE", "evaluation_has_room"]
 
 #: An evaluation round starts only if the time budget has room for it: as long as the latest
 #: round took, or, before any, this share of stop.time_s. Its time limit bounds its steps, not the
 #: building of its env copies (seconds for Atari), nor the training calls queued behind it.
 FIRST_ROUND_SHARE = 0.2
+#: Under a time budget, evaluation games step at most this share of all the env steps stepped:
+#: a round that ``eval.interval`` makes due waits until the games already played are within it
+#: (not in leagues whose rounds carry the games they decide by: ``schedules_evaluation``).
+#: The samplers step evaluation games on the time training would have had; on fast envs with long
+#: episodes a round every five iterations was a quarter of the stepping (cooperative pong, read as
+#: its state: 20 rounds in a 2-minute run; pong a quarter too: benchmarks/README.md, 2026-12-02).
+EVAL_STEP_SHARE = 0.1
 
 T = TypeVar("T")
+
+
+def evaluation_has_room(eval_env_steps: int, train_env_steps: int, time_budget_s: float) -> bool:
+    """Whether a due evaluation round may start: always without a time budget (``stop.time_s`` 0),
+    else while the evaluation games' env steps are at most :data:`EVAL_STEP_SHARE` of all env steps."""
+    return not time_budget_s or eval_env_steps <= EVAL_STEP_SHARE * (train_env_steps + eval_env_steps)
 
 
 @dataclass(eq=False)
@@ -114,7 +127,7 @@ class Run:
         self.episode_lengths = (steps + sum(int(e["length"]) for e in stats), count + len(stats))
         self.headlines.observe(stats)
         self.league.update(self.clock.iteration, self.plan.metrics.counters, self.learner, self.samplers)
-        if self.cfg.eval.interval and self.clock.iteration % self.cfg.eval.interval == 0 and not evaluation.running:
+        if self.cfg.eval.interval and self.clock.iteration % self.cfg.eval.interval == 0 and not evaluation.running and self._evaluation_has_room(budget):
             left = budget.time_left_s(elapsed + time.perf_counter() - t0)
             needs = evaluation.round_s if evaluation.round_s is not None else FIRST_ROUND_SHARE * budget.stop.time_s
             if left is None or left >= needs:  # else the run ends before the round could
@@ -133,6 +146,10 @@ class Run:
         if budget.reached(self.clock, evaluation):  # the last iteration: say if no training episode ever ended
             self.episodes.end_of_run(self.samplers, self.league, time_s)
         return row, time_s
+
+    def _evaluation_has_room(self, budget: Budget) -> bool:
+        # A league that decides by its rounds' games (a meta-game, payoffs) gets every round.
+        return self.league.schedules_evaluation or evaluation_has_room(self.evaluation.env_steps_played, self.clock.env_steps, budget.stop.time_s)
 
     def run_plan(self, budget: Budget) -> int:
         """Training steps until the iteration's minimum env steps and time (``cfg.iteration``), or
