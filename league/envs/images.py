@@ -76,12 +76,10 @@ def wrap_each_observation(env: Any, options: Mapping[str, Any], name: str = "env
     return env
 
 
-def keeps_bytes(env: Any, options: Mapping[str, Any] | None) -> bool:
+def keeps_bytes(env: Any, options: Mapping[str, Any]) -> bool:
     """Whether ``scale`` leaves ``env``'s observations as bytes: asked for (the default for
     images) on ``uint8`` pixels over 0..255, which the models divide by 255 at their input
     (:mod:`league.algos.byte_obs`; a quarter of float32's memory on the way to the update)."""
-    if options is None:
-        return False
     space = env.observation_space(env.possible_agents[0])
     shape = getattr(space, "shape", None) or ()
     is_image = len(shape) in (2, 3)

@@ -208,8 +208,9 @@ def bound_fragment_time(cfg: RunConfig, step_s: float) -> None:
 
 
 def bound_fragment_memory(cfg: RunConfig, specs: Mapping[str, Any]) -> None:
-    """Shrink ``sampler.num_envs`` (then ``fragment_length``) until a fragment's float32
-    observations (env copies x steps x agents x observation size) fit in
+    """Shrink ``sampler.num_envs`` (then ``fragment_length``) until a fragment's observations
+    (env copies x steps x agents x observation size, counted as float32: byte frames,
+    :func:`league.envs.images.keeps_bytes`, take a quarter, which the specs do not say) fit in
     :data:`MAX_FRAGMENT_BYTES`, with a warning naming the change: image envs (pistonball's 20
     agents see 457x120x3 pixels each) would otherwise allocate tens of GB per sampler."""
     s = cfg.sampler
